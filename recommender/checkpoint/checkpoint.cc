@@ -1,0 +1,257 @@
+// Checkpoint encoding, validation and crash-safe storage.
+#include "recommender/checkpoint/checkpoint.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "core/atomic_file.h"
+#include "core/crc32c.h"
+#include "core/gpu_allocation.h"
+
+namespace gpuvpa::recommender {
+namespace {
+
+constexpr char kMagic[8] = {'G', 'P', 'V', 'A', 'C', 'K', 'P', 'T'};
+constexpr size_t kHeaderSize = sizeof kMagic + 4 + 8 + 4;
+// Tolerated relative gap between a histogram's stored total and the sum of its buckets.
+constexpr double kTotalWeightTolerance = 1e-6;
+
+template <typename T>
+void PutLe(std::string& out, T v) {
+  for (size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+template <typename T>
+T GetLe(const char* p) {
+  T v = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+void SaveBucketing(const Bucketing& b, v1::BucketingCheckpoint* out) {
+  out->set_kind(static_cast<uint32_t>(b.kind()));
+  out->set_max_value(b.max_value());
+  out->set_first_bucket_size(b.first_bucket_size());
+  out->set_ratio(b.ratio());
+  out->set_num_buckets(static_cast<uint32_t>(b.num_buckets()));
+}
+
+bool SameBucketing(const Bucketing& b, const v1::BucketingCheckpoint& c) {
+  return c.kind() == static_cast<uint32_t>(b.kind()) && c.max_value() == b.max_value() &&
+         c.first_bucket_size() == b.first_bucket_size() && c.ratio() == b.ratio() &&
+         c.num_buckets() == static_cast<uint32_t>(b.num_buckets());
+}
+
+void SaveHistogram(std::span<const double> weights, double total, v1::HistogramCheckpoint* out) {
+  for (size_t b = 0; b < weights.size(); ++b) {
+    if (weights[b] == 0) continue;
+    out->add_bucket_index(static_cast<uint32_t>(b));
+    out->add_bucket_weight(weights[b]);
+  }
+  out->set_total_weight(total);
+}
+
+Status RestoreHistogram(const v1::HistogramCheckpoint& in, HistogramRow row, const char* what,
+                        const std::string& workload) {
+  auto bad = [&](const std::string& why) {
+    return DataLossError("checkpoint workload " + workload + " " + what + " histogram: " + why);
+  };
+  if (in.bucket_index_size() != in.bucket_weight_size()) return bad("index and weight counts differ");
+  double sum = 0;
+  for (int i = 0; i < in.bucket_index_size(); ++i) {
+    const uint32_t b = in.bucket_index(i);
+    const double w = in.bucket_weight(i);
+    if (b >= row.weights.size())
+      return bad("bucket index " + std::to_string(b) + " out of range");
+    if (!std::isfinite(w) || w < 0) return bad("bucket " + std::to_string(b) + " has weight " + std::to_string(w));
+    row.weights[b] = w;
+    sum += w;
+  }
+  const double total = in.total_weight();
+  if (!std::isfinite(total) || total < 0 ||
+      std::abs(sum - total) > kTotalWeightTolerance * std::max(1.0, total))
+    return bad("total weight " + std::to_string(total) + " does not match bucket sum " + std::to_string(sum));
+  *row.total_weight = total;
+  return OkStatus();
+}
+
+void SaveWorkload(const FleetStore& store, uint32_t row, v1::WorkloadCheckpoint* out) {
+  const WorkloadState& st = store.state(row);
+  *out->mutable_identity() = st.identity;
+  SaveHistogram(store.vram_weights(row), store.vram_total_weight(row), out->mutable_vram());
+  SaveHistogram(store.sm_weights(row), store.sm_total_weight(row), out->mutable_sm());
+  out->set_first_seen_s(st.first_seen_s);
+  out->set_last_seen_s(st.last_seen_s);
+  out->set_vram_window_start_s(st.vram_window_start_s);
+  out->set_vram_window_peak_bytes(st.vram_window_peak_bytes);
+  out->set_vram_previous_window_peak_bytes(st.vram_previous_window_peak_bytes);
+  out->set_last_active_s(st.last_active_s);
+  out->set_longest_idle_gap_s(st.longest_idle_gap_s);
+  out->set_sample_count(st.sample_count);
+  out->set_cuda_oom_count(st.cuda_oom_count);
+  out->set_observed_seconds(st.observed_seconds);
+  out->set_active_seconds(st.active_seconds);
+  out->set_allocated_gpu_seconds(st.allocated_gpu_seconds);
+  out->set_used_vram_gpu_seconds(st.used_vram_gpu_seconds);
+  out->set_used_sm_gpu_seconds(st.used_sm_gpu_seconds);
+}
+
+Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
+  const v1::WorkloadIdentity& id = in.identity();
+  const std::string name = id.namespace_name() + "/" + id.owner_kind() + "/" + id.owner_name() + "/" +
+                           id.container();
+  if (id.namespace_name().empty() || id.owner_kind().empty() || id.owner_name().empty() ||
+      id.container().empty())
+    return DataLossError("checkpoint workload \"" + name + "\": identity has an empty field");
+  if (store.Find(KeyOf(id)))
+    return DataLossError("checkpoint workload " + name + " appears twice");
+  Result<const GpuModel*> model = GpuCatalog::BuiltIn().FindModel(id.gpu_model());
+  if (!model.ok()) return DataLossError("checkpoint workload " + name + ": " + model.status().message());
+  Result<GpuAllocation> allocation = ParseGpuAllocation(id.allocation());
+  if (!allocation.ok())
+    return DataLossError("checkpoint workload " + name + ": " + allocation.status().message());
+  Result<AllocationUnit> unit = ResolveAllocationUnit(*allocation, **model);
+  if (!unit.ok()) return DataLossError("checkpoint workload " + name + ": " + unit.status().message());
+
+  const uint32_t row = store.Track(id, *unit);
+  if (Status s = RestoreHistogram(in.vram(), store.mutable_vram_row(row), "VRAM", name); !s.ok()) return s;
+  if (Status s = RestoreHistogram(in.sm(), store.mutable_sm_row(row), "SM", name); !s.ok()) return s;
+  WorkloadState& st = store.mutable_state(row);
+  st.first_seen_s = in.first_seen_s();
+  st.last_seen_s = in.last_seen_s();
+  st.vram_window_start_s = in.vram_window_start_s();
+  st.vram_window_peak_bytes = in.vram_window_peak_bytes();
+  st.vram_previous_window_peak_bytes = in.vram_previous_window_peak_bytes();
+  st.last_active_s = in.last_active_s();
+  st.longest_idle_gap_s = in.longest_idle_gap_s();
+  st.sample_count = in.sample_count();
+  st.cuda_oom_count = in.cuda_oom_count();
+  st.observed_seconds = in.observed_seconds();
+  st.active_seconds = in.active_seconds();
+  st.allocated_gpu_seconds = in.allocated_gpu_seconds();
+  st.used_vram_gpu_seconds = in.used_vram_gpu_seconds();
+  st.used_sm_gpu_seconds = in.used_sm_gpu_seconds();
+  return OkStatus();
+}
+
+// Checks the frame and returns the payload.
+Result<std::string_view> Unframe(std::string_view bytes) {
+  if (bytes.size() < kHeaderSize)
+    return DataLossError("checkpoint truncated: " + std::to_string(bytes.size()) +
+                         " bytes is shorter than the " + std::to_string(kHeaderSize) + "-byte header");
+  if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    return DataLossError("not a gpuvpa checkpoint (bad magic)");
+  const char* p = bytes.data() + sizeof kMagic;
+  const auto version = GetLe<uint32_t>(p);
+  const auto length = GetLe<uint64_t>(p + 4);
+  const auto crc = GetLe<uint32_t>(p + 12);
+  if (version != kCheckpointFormatVersion)
+    return FailedPreconditionError("checkpoint format version " + std::to_string(version) +
+                                   " is not the version this build reads (" +
+                                   std::to_string(kCheckpointFormatVersion) + ")");
+  const size_t actual = bytes.size() - kHeaderSize;
+  if (length != actual)
+    return DataLossError("checkpoint length mismatch: header says " + std::to_string(length) +
+                         " payload bytes, file has " + std::to_string(actual) +
+                         (actual < length ? " (truncated)" : ""));
+  std::string_view payload = bytes.substr(kHeaderSize);
+  if (const uint32_t got = Crc32c(payload); got != crc) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "checkpoint checksum mismatch: stored %08x, computed %08x", crc, got);
+    return DataLossError(buf);
+  }
+  return payload;
+}
+
+}  // namespace
+
+std::string PreviousCheckpointPath(const std::string& path) { return path + ".prev"; }
+
+std::string EncodeCheckpoint(const FleetStore& store, double saved_at_s) {
+  v1::FleetCheckpoint cp;
+  cp.set_format_version(kCheckpointFormatVersion);
+  SaveBucketing(store.vram_bucketing(), cp.mutable_vram_bucketing());
+  SaveBucketing(store.sm_bucketing(), cp.mutable_sm_bucketing());
+  cp.set_reference_time_s(store.clock().reference_time_s());
+  cp.set_half_life_s(store.clock().half_life_s());
+  cp.set_saved_at_s(saved_at_s);
+  cp.mutable_workloads()->Reserve(static_cast<int>(store.size()));
+  for (uint32_t row = 0; row < store.size(); ++row) SaveWorkload(store, row, cp.add_workloads());
+
+  std::string payload;
+  cp.SerializeToString(&payload);
+  std::string out(kMagic, sizeof kMagic);
+  out.reserve(kHeaderSize + payload.size());
+  PutLe<uint32_t>(out, kCheckpointFormatVersion);
+  PutLe<uint64_t>(out, payload.size());
+  PutLe<uint32_t>(out, Crc32c(payload));
+  out += payload;
+  return out;
+}
+
+Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOptions& options) {
+  Result<std::string_view> payload = Unframe(bytes);
+  if (!payload.ok()) return payload.status();
+  v1::FleetCheckpoint cp;
+  if (!cp.ParseFromArray(payload->data(), static_cast<int>(payload->size())))
+    return DataLossError("checkpoint payload does not parse as FleetCheckpoint");
+  if (cp.format_version() != kCheckpointFormatVersion)
+    return DataLossError("checkpoint payload version " + std::to_string(cp.format_version()) +
+                         " disagrees with its header");
+  FleetStore store(options);
+  if (!SameBucketing(store.vram_bucketing(), cp.vram_bucketing()) ||
+      !SameBucketing(store.sm_bucketing(), cp.sm_bucketing()))
+    return FailedPreconditionError(
+        "checkpoint histogram buckets differ from this configuration; refusing to reinterpret them");
+  if (cp.half_life_s() != options.half_life_s)
+    return FailedPreconditionError("checkpoint half-life " + std::to_string(cp.half_life_s()) +
+                                   " s differs from the configured " +
+                                   std::to_string(options.half_life_s) + " s");
+  if (!std::isfinite(cp.reference_time_s()))
+    return DataLossError("checkpoint reference time is not finite");
+  store.set_reference_time_s(cp.reference_time_s());
+  store.Reserve(static_cast<size_t>(cp.workloads_size()));
+  for (const v1::WorkloadCheckpoint& w : cp.workloads()) {
+    if (Status s = RestoreWorkload(w, store); !s.ok()) return s;
+  }
+  return store;
+}
+
+Status SaveCheckpoint(const FleetStore& store, const std::string& path, double saved_at_s) {
+  // Keep the current file as the fallback, but only if it is itself good: a corrupt file must
+  // never displace the last good one.
+  if (Result<std::string> current = ReadWholeFile(path); current.ok() && Unframe(*current).ok()) {
+    if (std::rename(path.c_str(), PreviousCheckpointPath(path).c_str()) != 0)
+      return ErrnoError("rename " + path + " to " + PreviousCheckpointPath(path), errno);
+  }
+  return WriteFileAtomically(path, EncodeCheckpoint(store, saved_at_s));
+}
+
+Result<CheckpointLoad> LoadCheckpoint(const std::string& path, FleetStore& store) {
+  CheckpointLoad load;
+  bool any_exists = false;
+  for (const std::string& candidate : {path, PreviousCheckpointPath(path)}) {
+    Result<std::string> bytes = ReadWholeFile(candidate);
+    if (!bytes.ok()) {
+      if (bytes.status().code() != StatusCode::kNotFound)
+        load.refused.emplace_back(bytes.status().code(), candidate + ": " + bytes.status().message());
+      continue;
+    }
+    any_exists = true;
+    Result<FleetStore> decoded = DecodeCheckpoint(*bytes, store.options());
+    if (!decoded.ok()) {
+      load.refused.emplace_back(decoded.status().code(), candidate + ": " + decoded.status().message());
+      continue;
+    }
+    store = std::move(decoded).value();
+    load.loaded_from = candidate;
+    return load;
+  }
+  if (!any_exists && load.refused.empty()) return NotFoundError("no checkpoint at " + path);
+  std::string why;
+  for (const Status& s : load.refused) why += (why.empty() ? "" : "; ") + s.message();
+  return DataLossError("no usable checkpoint: " + why);
+}
+
+}  // namespace gpuvpa::recommender

@@ -1,0 +1,50 @@
+// Estimators: small values composed by decoration, as VPA's
+// WithConfidenceMultiplier(WithMargin(NewPercentileEstimator(0.9))). Each does one
+// transformation of the value its base produces and is tested alone.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "recommender/model/bucketing.h"
+
+namespace gpuvpa::recommender {
+
+// How much history backs a histogram.
+struct HistoryEvidence {
+  double history_s = 0;
+  double sample_count = 0;
+  double samples_per_day = 1440;  // one sample a minute
+
+  // VPA's confidence: days of history, but no more than the samples could cover.
+  double Confidence() const;
+};
+
+// What an estimator reads: one histogram and its evidence.
+struct EstimatorInput {
+  const Bucketing& bucketing;
+  std::span<const double> weights;
+  double total_weight = 0;
+  HistoryEvidence history;
+  double observed_floor = 0;  // e.g. the latest VRAM window's peak
+};
+
+class Estimator {
+ public:
+  virtual ~Estimator() = default;
+  virtual double Estimate(const EstimatorInput& input) const = 0;
+};
+
+// The p-percentile of the histogram (end of its bucket: never below the true value).
+std::unique_ptr<Estimator> NewPercentileEstimator(double p);
+// base * (1 + margin_fraction).
+std::unique_ptr<Estimator> WithMargin(double margin_fraction, std::unique_ptr<Estimator> base);
+// base * (1 + multiplier / confidence)^exponent: wide bounds while history is short.
+std::unique_ptr<Estimator> WithConfidenceMultiplier(double multiplier, double exponent,
+                                                    std::unique_ptr<Estimator> base);
+// max(base, minimum).
+std::unique_ptr<Estimator> WithMinimum(double minimum, std::unique_ptr<Estimator> base);
+// max(base, input.observed_floor): VRAM is a hard limit, never recommend below what was just used.
+std::unique_ptr<Estimator> WithObservedFloor(std::unique_ptr<Estimator> base);
+
+}  // namespace gpuvpa::recommender

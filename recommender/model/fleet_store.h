@@ -1,0 +1,138 @@
+// The fleet store: every tracked workload-container's decaying histograms and running
+// evidence, kept densely (one row of bucket weights per workload in a contiguous array) so that
+// whole-fleet passes (decay shifts, percentiles) walk memory in order.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/gpu_allocation.h"
+#include "proto/gpuvpa.pb.h"
+#include "recommender/model/bucketing.h"
+#include "recommender/model/histogram.h"
+
+namespace gpuvpa::recommender {
+
+struct FleetStoreOptions {
+  // VRAM: exponential buckets as VPA's memory histogram (10 MB first, 5 % growth, up to 1 TB):
+  // a percentile is at most 5 % above the truth.
+  double vram_first_bucket_bytes = 1e7;
+  double vram_bucket_ratio = 1.05;
+  double vram_max_bytes = 1e12;
+  // SM duty cycle: linear buckets 1 % wide over 0..1.
+  double sm_bucket_width = 0.01;
+  // Weight halves per day of age, as VPA.
+  double half_life_s = 24 * 3600.0;
+  // One VRAM peak per hour: VRAM is a hard limit, so the peaks, not the average, matter.
+  double vram_aggregation_interval_s = 3600;
+  // Workloads with no sample for longer than this are forgotten.
+  double history_s = 7 * 24 * 3600.0;
+  // Each sample stands for this much device time (the scrape / query step).
+  double sample_period_s = 60;
+  // SM duty cycle at or below this counts as idle.
+  double idle_sm_threshold = 0.05;
+};
+
+// One observation of one device (or MIG instance, or shared replica) of a workload-container.
+struct GpuSample {
+  double time_s = 0;
+  double vram_bytes = 0;
+  double sm_ratio = 0;
+  bool cuda_oom = false;
+};
+
+// Everything but the histograms that the store keeps per workload-container.
+struct WorkloadState {
+  v1::WorkloadIdentity identity;
+  AllocationUnit unit;
+  double first_seen_s = 0;
+  double last_seen_s = 0;
+  double vram_window_start_s = 0;
+  double vram_window_peak_bytes = -1;  // < 0: no sample in the current window yet
+  double vram_previous_window_peak_bytes = -1;
+  double last_active_s = std::numeric_limits<double>::quiet_NaN();  // NaN: never active
+  double longest_idle_gap_s = 0;  // closed gaps only; the open one is added when reported
+  uint64_t sample_count = 0;
+  uint32_t cuda_oom_count = 0;
+  // Device-time accounting, in seconds of one device (fraction-weighted for the GPU-seconds).
+  double observed_seconds = 0;
+  double active_seconds = 0;
+  double allocated_gpu_seconds = 0;
+  double used_vram_gpu_seconds = 0;
+  double used_sm_gpu_seconds = 0;
+};
+
+// CUDA OOM rule (VPA's OOM bump): the next peak is the larger of used + 100 MiB and used * 1.2.
+double VramAfterCudaOom(double used_bytes);
+
+class FleetStore {
+ public:
+  explicit FleetStore(FleetStoreOptions options = {});
+
+  // Starts tracking a workload-container, or updates its identity (allocation, model, cost
+  // center) if it is tracked already. Returns its row index.
+  uint32_t Track(const v1::WorkloadIdentity& identity, const AllocationUnit& unit);
+  // Row index of a key built by AssignWorkloadKey.
+  std::optional<uint32_t> Find(std::string_view key) const;
+
+  void AddSample(uint32_t row, const GpuSample& sample);
+
+  // Drops workloads whose last sample is older than now - history; returns how many.
+  size_t ForgetStale(double now_s);
+
+  size_t size() const { return states_.size(); }
+  void Reserve(size_t workloads);
+  const FleetStoreOptions& options() const { return options_; }
+  const Bucketing& vram_bucketing() const { return vram_bucketing_; }
+  const Bucketing& sm_bucketing() const { return sm_bucketing_; }
+  const DecayClock& clock() const { return clock_; }
+
+  const WorkloadState& state(uint32_t row) const { return states_[row]; }
+  std::span<const double> vram_weights(uint32_t row) const;
+  std::span<const double> sm_weights(uint32_t row) const;
+  double vram_total_weight(uint32_t row) const { return vram_totals_[row]; }
+  double sm_total_weight(uint32_t row) const { return sm_totals_[row]; }
+
+  // For checkpoint restore: raw access to a row and the clock.
+  WorkloadState& mutable_state(uint32_t row) { return states_[row]; }
+  HistogramRow mutable_vram_row(uint32_t row);
+  HistogramRow mutable_sm_row(uint32_t row);
+  void set_reference_time_s(double reference_time_s);
+
+ private:
+  void ApplyDecayShift(double time_s);
+  double FactorAt(double time_s);
+  void AddVramPeak(uint32_t row, WorkloadState& st, double time_s, double value_bytes);
+
+  FleetStoreOptions options_;
+  Bucketing vram_bucketing_;
+  Bucketing sm_bucketing_;
+  DecayClock clock_;
+  size_t vram_stride_;
+  size_t sm_stride_;
+  std::vector<WorkloadState> states_;
+  std::vector<double> vram_weights_;  // size() x vram_stride_, row-major
+  std::vector<double> sm_weights_;    // size() x sm_stride_, row-major
+  std::vector<double> vram_totals_;
+  std::vector<double> sm_totals_;
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, KeyHash, std::equal_to<>> index_;
+  // The decay factor of the most recent sample time: trace rows come in timestamp order, so
+  // most samples reuse it.
+  double cached_factor_time_s_ = std::numeric_limits<double>::quiet_NaN();
+  double cached_factor_ = 1;
+};
+
+// The index key of a tracked identity.
+std::string KeyOf(const v1::WorkloadIdentity& identity);
+
+}  // namespace gpuvpa::recommender
