@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstring>
 
 namespace gpuvpa {
 namespace {
@@ -82,21 +83,31 @@ size_t FindFamily(const std::string& text, std::string_view token) {
   return std::string::npos;
 }
 
-// Memory size written in the name: "80GB", "80 GB", "141GB".
-int FindMemoryGb(const std::string& text) {
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(text[i]))) continue;
-    if (i > 0 && IsWordChar(text[i - 1]) && !std::isdigit(static_cast<unsigned char>(text[i - 1])) &&
-        text[i - 1] != 'M')
-      continue;
-    size_t j = i;
+// Memory size in the name: "M32" right after the family (Alibaba's "V100M32"), else a number
+// followed by "GB" ("80GB", "80 GB") that is not glued to letters before it ("SXM4" is not).
+int FindMemoryGb(const std::string& text, size_t family_end) {
+  auto digits_at = [&](size_t i, size_t& end) {
     int value = 0;
-    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j])))
-      value = value * 10 + (text[j++] - '0');
-    size_t k = j;
+    for (end = i; end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])); ++end)
+      value = value * 10 + (text[end] - '0');
+    return value;
+  };
+  size_t end = 0;
+  if (family_end < text.size() && text[family_end] == 'M') {
+    const int value = digits_at(family_end + 1, end);
+    if (end > family_end + 1) return value;
+  }
+  for (size_t i = 0; i < text.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    const int value = digits_at(i, end);
+    size_t k = end;
     while (k < text.size() && text[k] == ' ') ++k;
-    if (text.compare(k, 2, "GB") == 0 || (i > 0 && text[i - 1] == 'M')) return value;
-    i = j;
+    if (text.compare(k, 2, "GB") == 0 && (i == 0 || !std::isalpha(static_cast<unsigned char>(text[i - 1]))))
+      return value;
+    i = end;
   }
   return 0;
 }
@@ -131,8 +142,9 @@ Result<const GpuModel*> GpuCatalog::FindModel(std::string_view name) const {
   }
   const std::string text = UpperAlnum(name);
   for (const char* family : kFamilies) {
-    if (FindFamily(text, family) == std::string::npos) continue;
-    const int memory_gb = FindMemoryGb(text);
+    const size_t at = FindFamily(text, family);
+    if (at == std::string::npos) continue;
+    const int memory_gb = FindMemoryGb(text, at + std::strlen(family));
     const GpuModel* only = nullptr;
     int candidates = 0;
     for (const GpuModel& m : models_) {

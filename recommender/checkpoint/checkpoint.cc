@@ -1,9 +1,13 @@
 // Checkpoint encoding, validation and crash-safe storage.
 #include "recommender/checkpoint/checkpoint.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "core/atomic_file.h"
 #include "core/crc32c.h"
@@ -164,6 +168,20 @@ Result<std::string_view> Unframe(std::string_view bytes) {
   return payload;
 }
 
+// A crash mid-save leaves PATH.tmp.<pid> or PATH.prev.tmp.<pid> behind; they are never read,
+// only removed, so that repeated crashes cannot fill the disk.
+void RemoveStaleTemporaries(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string prefix = p.filename().string();
+  std::error_code ec;
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(prefix + ".tmp.") || name.starts_with(prefix + ".prev.tmp."))
+      std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 std::string PreviousCheckpointPath(const std::string& path) { return path + ".prev"; }
@@ -219,16 +237,26 @@ Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOpti
 }
 
 Status SaveCheckpoint(const FleetStore& store, const std::string& path, double saved_at_s) {
+  const std::string bytes = EncodeCheckpoint(store, saved_at_s);
   // Keep the current file as the fallback, but only if it is itself good: a corrupt file must
-  // never displace the last good one.
+  // never displace the last good one. A hard link (then an atomic rename onto PATH.prev) keeps
+  // PATH in place, so at every instant PATH holds a complete checkpoint, old or new.
   if (Result<std::string> current = ReadWholeFile(path); current.ok() && Unframe(*current).ok()) {
-    if (std::rename(path.c_str(), PreviousCheckpointPath(path).c_str()) != 0)
-      return ErrnoError("rename " + path + " to " + PreviousCheckpointPath(path), errno);
+    const std::string prev = PreviousCheckpointPath(path);
+    const std::string prev_tmp = prev + ".tmp." + std::to_string(::getpid());
+    ::unlink(prev_tmp.c_str());
+    if (::link(path.c_str(), prev_tmp.c_str()) != 0) return ErrnoError("link " + path + " to " + prev_tmp, errno);
+    if (std::rename(prev_tmp.c_str(), prev.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(prev_tmp.c_str());
+      return ErrnoError("rename " + prev_tmp + " to " + prev, err);
+    }
   }
-  return WriteFileAtomically(path, EncodeCheckpoint(store, saved_at_s));
+  return WriteFileAtomically(path, bytes);
 }
 
 Result<CheckpointLoad> LoadCheckpoint(const std::string& path, FleetStore& store) {
+  RemoveStaleTemporaries(path);
   CheckpointLoad load;
   bool any_exists = false;
   for (const std::string& candidate : {path, PreviousCheckpointPath(path)}) {

@@ -33,7 +33,8 @@ struct CheckpointLoad {
   std::vector<Status> refused;    // files that were tried and refused, with the reason
 };
 
-// Loads PATH, or PATH.prev if PATH is refused or missing, into `store`. `store` is replaced only
+// Loads PATH, or PATH.prev if PATH is refused or missing, into `store`. Temporary files a crashed
+// save left beside PATH are removed first. `store` is replaced only
 // on success; on failure it is left exactly as it was. NOT_FOUND when neither file exists.
 Result<CheckpointLoad> LoadCheckpoint(const std::string& path, FleetStore& store);
 

@@ -181,8 +181,13 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
     AssignWorkloadKey(key_buffer_, field(kNamespace), field(kWorkloadKind), field(kWorkloadName),
                       field(kContainer));
     std::optional<uint32_t> row = store_.Find(key_buffer_);
-    if (!row || row_cache_[*row].allocation != field(kAllocation) ||
-        row_cache_[*row].gpu_model != field(kGpuModel) || row_cache_[*row].cost_center != cost_center) {
+    // Resolve the identity only when this workload's raw fields changed (or the row was not
+    // filled by this replayer: restored from a checkpoint, or moved by ForgetStale).
+    const bool cached = row && *row < row_cache_.size() && row_cache_[*row].key == key_buffer_ &&
+                        row_cache_[*row].allocation == field(kAllocation) &&
+                        row_cache_[*row].gpu_model == field(kGpuModel) &&
+                        row_cache_[*row].cost_center == cost_center;
+    if (!cached) {
       Result<const GpuModel*> model = catalog_.FindModel(field(kGpuModel));
       if (!model.ok()) {
         reject(kColumnNames[kGpuModel], model.status().message());
@@ -208,7 +213,7 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
       id.set_cost_center(std::string(cost_center));
       row = store_.Track(id, *unit);
       if (row_cache_.size() <= *row) row_cache_.resize(*row + 1);
-      row_cache_[*row] = {std::string(field(kAllocation)), std::string(field(kGpuModel)),
+      row_cache_[*row] = {key_buffer_, std::string(field(kAllocation)), std::string(field(kGpuModel)),
                           std::string(cost_center)};
     }
 

@@ -52,6 +52,7 @@ class TraceReplayer {
  private:
   struct Columns;
   struct RowCache {
+    std::string key;
     std::string allocation;
     std::string gpu_model;
     std::string cost_center;

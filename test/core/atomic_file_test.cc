@@ -1,0 +1,48 @@
+// Atomic file replacement.
+#include "core/atomic_file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace gpuvpa {
+namespace {
+
+class AtomicFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpuvpa-atomic-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(AtomicFileTest, ReplacesContentsAndLeavesNoTemporaryFile) {
+  const std::string path = (dir_ / "f").string();
+  ASSERT_TRUE(WriteFileAtomically(path, "first").ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "second, longer").ok());
+  Result<std::string> read = ReadWholeFile(path);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read, "second, longer");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), {}), 1);
+}
+
+TEST_F(AtomicFileTest, ReadingAMissingFileIsNotFound) {
+  Result<std::string> read = ReadWholeFile((dir_ / "missing").string());
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(AtomicFileTest, WritingIntoAMissingDirectoryFailsWithThePath) {
+  const std::string path = (dir_ / "no-such-dir" / "f").string();
+  Status s = WriteFileAtomically(path, "x");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no-such-dir"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace gpuvpa

@@ -1,0 +1,58 @@
+// Helpers shared by the recommender tests.
+#include "test/recommender/test_util.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "core/gpu_allocation.h"
+#include "core/gpu_catalog.h"
+#include "recommender/logic/recommender.h"
+
+namespace gpuvpa::recommender::testing {
+
+v1::WorkloadIdentity TestIdentity(const std::string& name, const std::string& gpu_model,
+                                  const std::string& allocation) {
+  v1::WorkloadIdentity id;
+  id.set_namespace_name("team-a");
+  id.set_owner_kind("Deployment");
+  id.set_owner_name(name);
+  id.set_container("main");
+  id.set_gpu_model(gpu_model);
+  id.set_allocation(allocation);
+  id.set_cost_center("cc-a");
+  return id;
+}
+
+uint32_t TrackTestWorkload(FleetStore& store, const std::string& name, const std::string& gpu_model,
+                           const std::string& allocation) {
+  const GpuModel& model = **GpuCatalog::BuiltIn().FindModel(gpu_model);
+  const AllocationUnit unit = *ResolveAllocationUnit(*ParseGpuAllocation(allocation), model);
+  return store.Track(TestIdentity(name, gpu_model, allocation), unit);
+}
+
+ScopedTempDir::ScopedTempDir() {
+  static std::atomic<int> counter{0};
+  dir_ = std::filesystem::temp_directory_path() /
+         ("gpuvpa-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_);
+}
+
+ScopedTempDir::~ScopedTempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::string RecommendationFingerprint(const FleetStore& store) {
+  std::string out;
+  for (const v1::Recommendation& r : Recommender().RecommendAll(store)) {
+    std::string bytes;
+    r.SerializeToString(&bytes);
+    out += bytes;
+  }
+  return out;
+}
+
+}  // namespace gpuvpa::recommender::testing

@@ -1,0 +1,40 @@
+// Helpers shared by the recommender tests.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "proto/gpuvpa.pb.h"
+#include "recommender/model/fleet_store.h"
+
+namespace gpuvpa::recommender::testing {
+
+inline constexpr double kGiB = 1024.0 * 1024 * 1024;
+inline constexpr double kHour = 3600;
+inline constexpr double kDay = 86400;
+
+v1::WorkloadIdentity TestIdentity(const std::string& name, const std::string& gpu_model = "A100-80GB",
+                                  const std::string& allocation = "nvidia.com/gpu=1");
+
+// Tracks a workload in `store` with its allocation resolved against the built-in catalog.
+uint32_t TrackTestWorkload(FleetStore& store, const std::string& name,
+                           const std::string& gpu_model = "A100-80GB",
+                           const std::string& allocation = "nvidia.com/gpu=1");
+
+// A fresh directory removed again when the object goes.
+class ScopedTempDir {
+ public:
+  ScopedTempDir();
+  ~ScopedTempDir();
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// Serialised recommendations of every workload in the store, for exact comparison.
+std::string RecommendationFingerprint(const FleetStore& store);
+
+}  // namespace gpuvpa::recommender::testing
