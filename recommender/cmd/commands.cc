@@ -81,7 +81,7 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
     }
   }
   const Recommender recommender(recommender_options);
-  out << FormatRecommendations(recommender.RecommendAll(store), *format);
+  out << FormatRecommendations(recommender.RecommendAll(store), store, *format);
   return 0;
 }
 

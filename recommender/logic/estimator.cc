@@ -17,7 +17,8 @@ class PercentileEstimator final : public Estimator {
  public:
   explicit PercentileEstimator(double p) : p_(p) {}
   double Estimate(const EstimatorInput& in) const override {
-    return PercentileValue(in.bucketing, in.weights, in.total_weight, p_);
+    const int b = PercentileBucket(in.cumulative_weights, in.total_weight, p_);
+    return b < 0 ? 0.0 : in.bucketing.BucketEnd(b);
   }
 
  private:

@@ -20,10 +20,11 @@ struct HistoryEvidence {
   double Confidence() const;
 };
 
-// What an estimator reads: one histogram and its evidence.
+// What an estimator reads: one histogram (as running sums, see CumulativeWeights) and its
+// evidence.
 struct EstimatorInput {
   const Bucketing& bucketing;
-  std::span<const double> weights;
+  std::span<const double> cumulative_weights;
   double total_weight = 0;
   HistoryEvidence history;
   double observed_floor = 0;  // e.g. the latest VRAM window's peak

@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "proto/gpuvpa.pb.h"
 #include "recommender/logic/estimator.h"
+#include "recommender/logic/recommendation.h"
 #include "recommender/model/fleet_store.h"
 
 namespace gpuvpa::recommender {
@@ -39,13 +39,20 @@ class Recommender {
  public:
   explicit Recommender(RecommenderOptions options = {});
 
-  v1::Recommendation Recommend(const FleetStore& store, uint32_t row) const;
+  Recommendation Recommend(const FleetStore& store, uint32_t row) const;
   // One recommendation per tracked workload-container, in store order.
-  std::vector<v1::Recommendation> RecommendAll(const FleetStore& store) const;
+  std::vector<Recommendation> RecommendAll(const FleetStore& store) const;
 
   const RecommenderOptions& options() const { return options_; }
 
  private:
+  // Running-sum buffers sized for the store's histograms, reused across a fleet pass.
+  struct Scratch {
+    std::vector<double> vram_cumulative;
+    std::vector<double> sm_cumulative;
+  };
+  Recommendation Recommend(const FleetStore& store, uint32_t row, Scratch& scratch) const;
+
   RecommenderOptions options_;
   std::unique_ptr<Estimator> vram_target_;
   std::unique_ptr<Estimator> vram_lower_;

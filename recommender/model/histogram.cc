@@ -27,25 +27,28 @@ void SubtractFromRow(HistogramRow row, int bucket, double weight) {
   if (*row.total_weight < kEmptyWeightEpsilon) *row.total_weight = 0;
 }
 
-int PercentileBucket(std::span<const double> weights, double total_weight, double p) {
-  if (total_weight < kEmptyWeightEpsilon) return -1;
-  // The running sum is added in a different order than the total was, so allow for rounding:
+void CumulativeWeights(std::span<const double> weights, std::span<double> cumulative) {
+  double sum = 0;
+  for (size_t b = 0; b < weights.size(); ++b) cumulative[b] = sum += weights[b];
+}
+
+int PercentileBucket(std::span<const double> cumulative, double total_weight, double p) {
+  if (total_weight < kEmptyWeightEpsilon || cumulative.empty() || cumulative.back() <= 0) return -1;
+  // The running sums are added in a different order than the total was, so allow for rounding:
   // without it a cumulative weight of 89.999999 against a threshold of 90 would skip a bucket.
-  const double threshold = p * total_weight * (1 - kPercentileRoundingTolerance);
-  double partial = 0;
-  int last_nonempty = -1;
-  for (int b = 0; b < static_cast<int>(weights.size()); ++b) {
-    if (weights[b] <= 0) continue;
-    partial += weights[b];
-    last_nonempty = b;
-    if (partial >= threshold) return b;
-  }
-  return last_nonempty;
+  // Never look past the last running sum, and never stop in an empty bucket (threshold 0).
+  const double threshold =
+      std::min(p * total_weight * (1 - kPercentileRoundingTolerance), cumulative.back());
+  const auto it = threshold > 0 ? std::lower_bound(cumulative.begin(), cumulative.end(), threshold)
+                                : std::upper_bound(cumulative.begin(), cumulative.end(), 0.0);
+  return static_cast<int>(it - cumulative.begin());
 }
 
 double PercentileValue(const Bucketing& bucketing, std::span<const double> weights,
                        double total_weight, double p) {
-  const int b = PercentileBucket(weights, total_weight, p);
+  std::vector<double> cumulative(weights.size());
+  CumulativeWeights(weights, cumulative);
+  const int b = PercentileBucket(cumulative, total_weight, p);
   return b < 0 ? 0.0 : bucketing.BucketEnd(b);
 }
 

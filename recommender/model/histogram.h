@@ -31,9 +31,13 @@ struct HistogramRow {
 void AddToRow(HistogramRow row, int bucket, double weight);
 // Removes weight added earlier; a bucket left below epsilon is cleared.
 void SubtractFromRow(HistogramRow row, int bucket, double weight);
-// The bucket where the cumulative weight first reaches p * total; -1 when the row is empty.
-int PercentileBucket(std::span<const double> weights, double total_weight, double p);
-// The conservative p-percentile: the END of the percentile bucket (0 when empty).
+// Running sums of a row: cumulative[b] = weights[0] + ... + weights[b]. Computed once per
+// histogram, it answers any number of percentiles by binary search.
+void CumulativeWeights(std::span<const double> weights, std::span<double> cumulative);
+// The first bucket where the cumulative weight reaches p * total; -1 when the row is empty.
+int PercentileBucket(std::span<const double> cumulative, double total_weight, double p);
+// The conservative p-percentile of a row: the END of the percentile bucket (0 when empty).
+// For one-off use; passes over many percentiles compute CumulativeWeights once.
 double PercentileValue(const Bucketing& bucketing, std::span<const double> weights,
                        double total_weight, double p);
 

@@ -104,7 +104,11 @@ Result<OutputFormat> ParseOutputFormat(std::string_view text) {
   return InvalidArgumentError("--format \"" + std::string(text) + "\" is not one of table, json");
 }
 
-std::string FormatRecommendations(std::vector<v1::Recommendation> recs, OutputFormat format) {
+std::string FormatRecommendations(const std::vector<Recommendation>& recommendations,
+                                  const FleetStore& store, OutputFormat format) {
+  std::vector<v1::Recommendation> recs;
+  recs.reserve(recommendations.size());
+  for (const Recommendation& r : recommendations) recs.push_back(ToProto(r, store));
   std::sort(recs.begin(), recs.end(), [](const v1::Recommendation& a, const v1::Recommendation& b) {
     return DisplayName(a.identity()) < DisplayName(b.identity());
   });

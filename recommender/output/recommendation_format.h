@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "proto/gpuvpa.pb.h"
+#include "recommender/logic/recommendation.h"
+#include "recommender/model/fleet_store.h"
 
 namespace gpuvpa::recommender {
 
@@ -15,6 +16,7 @@ enum class OutputFormat { kTable, kJson };
 Result<OutputFormat> ParseOutputFormat(std::string_view text);
 
 // Rows sorted by namespace/kind/name/container.
-std::string FormatRecommendations(std::vector<v1::Recommendation> recommendations, OutputFormat format);
+std::string FormatRecommendations(const std::vector<Recommendation>& recommendations,
+                                  const FleetStore& store, OutputFormat format);
 
 }  // namespace gpuvpa::recommender

@@ -24,11 +24,13 @@ std::unique_ptr<Estimator> Constant(double v) { return std::make_unique<Constant
 
 class EstimatorTest : public ::testing::Test {
  protected:
-  EstimatorInput Input(HistoryEvidence history = {2 * 86400.0, 2880, 1440}, double floor = 0) const {
-    return EstimatorInput{layout_, weights_, total_, history, floor};
+  EstimatorInput Input(HistoryEvidence history = {2 * 86400.0, 2880, 1440}, double floor = 0) {
+    CumulativeWeights(weights_, cumulative_);
+    return EstimatorInput{layout_, cumulative_, total_, history, floor};
   }
   Bucketing layout_ = Bucketing::Linear(1.0, 0.01);
   std::vector<double> weights_ = std::vector<double>(100, 0.0);
+  std::vector<double> cumulative_ = std::vector<double>(100, 0.0);
   double total_ = 0;
 };
 

@@ -25,12 +25,13 @@ TEST(RecommenderTest, WithholdsTargetsBelowMinimumHistoryButKeepsEvidence) {
   FleetStore store;
   const uint32_t w = TrackTestWorkload(store, "young");
   for (int m = 0; m < 120; ++m) store.AddSample(w, {kStart + m * 60, 6 * kGiB, 0.4, false});
-  const v1::Recommendation r = Recommender().Recommend(store, w);
-  EXPECT_FALSE(r.has_target());
-  EXPECT_NE(r.withheld_reason().find("2.0 h"), std::string::npos) << r.withheld_reason();
-  EXPECT_EQ(r.vram_target_bytes(), 0);
-  EXPECT_GT(r.allocated_gpu_hours(), 1.99);
-  EXPECT_GT(r.sm_p90_ratio(), 0.39);
+  const Recommendation r = Recommender().Recommend(store, w);
+  EXPECT_FALSE(r.has_target);
+  const std::string reason = ToProto(r, store).withheld_reason();
+  EXPECT_NE(reason.find("history 2.0 h is below the minimum 24.0 h"), std::string::npos) << reason;
+  EXPECT_EQ(r.vram_target_bytes, 0);
+  EXPECT_GT(r.allocated_gpu_hours, 1.99);
+  EXPECT_GT(r.sm_p90_ratio, 0.39);
 }
 
 TEST(RecommenderTest, TargetIsNeverBelowTheLatestWindowPeak) {
@@ -38,21 +39,21 @@ TEST(RecommenderTest, TargetIsNeverBelowTheLatestWindowPeak) {
   const uint32_t w = TrackTestWorkload(store, "w");
   for (int h = 0; h < 200; ++h) store.AddSample(w, {kStart + h * kHour, 1 * kGiB, 0.3, false});
   store.AddSample(w, {kStart + 200 * kHour, 10 * kGiB, 0.3, false});
-  const v1::Recommendation r = Recommender().Recommend(store, w);
-  ASSERT_TRUE(r.has_target());
-  EXPECT_EQ(r.vram_observed_peak_bytes(), 10 * kGiB);
-  EXPECT_GE(r.vram_target_bytes(), 10 * kGiB) << "p98 of the peaks alone would say ~1.2 GiB";
-  EXPECT_LE(r.vram_lower_bytes(), r.vram_target_bytes());
-  EXPECT_GE(r.vram_upper_bytes(), r.vram_target_bytes());
+  const Recommendation r = Recommender().Recommend(store, w);
+  ASSERT_TRUE(r.has_target);
+  EXPECT_EQ(r.vram_observed_peak_bytes, 10 * kGiB);
+  EXPECT_GE(r.vram_target_bytes, 10 * kGiB) << "p98 of the peaks alone would say ~1.2 GiB";
+  EXPECT_LE(r.vram_lower_bytes, r.vram_target_bytes);
+  EXPECT_GE(r.vram_upper_bytes, r.vram_target_bytes);
 }
 
 TEST(RecommenderTest, TargetIsThePercentilePlusMarginForStableUsage) {
   FleetStore store;
   const uint32_t w = TrackTestWorkload(store, "w");
   for (int h = 0; h < 72; ++h) store.AddSample(w, {kStart + h * kHour, 8 * kGiB, 0.3, false});
-  const v1::Recommendation r = Recommender().Recommend(store, w);
+  const Recommendation r = Recommender().Recommend(store, w);
   const Bucketing& b = store.vram_bucketing();
-  EXPECT_DOUBLE_EQ(r.vram_target_bytes(), b.BucketEnd(b.FindBucket(8 * kGiB)) * 1.15);
+  EXPECT_DOUBLE_EQ(r.vram_target_bytes, b.BucketEnd(b.FindBucket(8 * kGiB)) * 1.15);
 }
 
 TEST(RecommenderTest, FlagsFlatHighResidencyWithLowComputeAsPoolAllocator) {
@@ -67,9 +68,9 @@ TEST(RecommenderTest, FlagsFlatHighResidencyWithLowComputeAsPoolAllocator) {
     store.AddSample(varied, {t, (20 + (m / 60) % 40) * kGiB, 0.1, false});
   }
   const Recommender rec;
-  EXPECT_TRUE(rec.Recommend(store, pool).vram_set_by_allocator());
-  EXPECT_FALSE(rec.Recommend(store, busy).vram_set_by_allocator()) << "compute is high";
-  EXPECT_FALSE(rec.Recommend(store, varied).vram_set_by_allocator()) << "residency moves";
+  EXPECT_TRUE(rec.Recommend(store, pool).vram_set_by_allocator);
+  EXPECT_FALSE(rec.Recommend(store, busy).vram_set_by_allocator) << "compute is high";
+  EXPECT_FALSE(rec.Recommend(store, varied).vram_set_by_allocator) << "residency moves";
 }
 
 TEST(RecommenderTest, DemoFleetHeadlineFindings) {
@@ -80,28 +81,29 @@ TEST(RecommenderTest, DemoFleetHeadlineFindings) {
   Result<TraceReplayReport> report = replayer.ReplayText(GenerateDemoFleetTrace(options));
   ASSERT_TRUE(report.ok());
   ASSERT_EQ(report->malformed, 0u);
-  std::map<std::string, v1::Recommendation> by_name;
-  for (const v1::Recommendation& r : Recommender().RecommendAll(store)) by_name[r.identity().owner_name()] = r;
+  std::map<std::string, Recommendation> by_name;
+  for (const Recommendation& r : Recommender().RecommendAll(store))
+    by_name[store.state(r.row).identity.owner_name()] = r;
   ASSERT_EQ(by_name.size(), 7u);
 
-  EXPECT_TRUE(by_name["vllm-llama"].vram_set_by_allocator());
+  EXPECT_TRUE(by_name["vllm-llama"].vram_set_by_allocator);
   for (const char* name : {"agent-loop", "embed-server", "nightly-train", "notebook-alice", "fraud-scorer"})
-    EXPECT_FALSE(by_name[name].vram_set_by_allocator()) << name;
+    EXPECT_FALSE(by_name[name].vram_set_by_allocator) << name;
   // The nightly trainer holds 4 GPUs for 3 days and trains 2 h a day: ~92 % of its GPU-hours idle.
-  const v1::Recommendation& train = by_name["nightly-train"];
-  EXPECT_NEAR(train.allocated_gpu_hours(), 4 * 72, 1e-6);
-  EXPECT_NEAR(train.idle_tax_gpu_hours_sm() / train.allocated_gpu_hours(), 1 - 2.0 / 24 * 0.9, 0.02);
-  EXPECT_NEAR(train.active_duty_ratio(), 2.0 / 24, 1e-9);
-  EXPECT_GE(train.longest_idle_gap_s(), 22 * kHour);
+  const Recommendation& train = by_name["nightly-train"];
+  EXPECT_NEAR(train.allocated_gpu_hours, 4 * 72, 1e-6);
+  EXPECT_NEAR(train.idle_tax_gpu_hours_sm / train.allocated_gpu_hours, 1 - 2.0 / 24 * 0.9, 0.02);
+  EXPECT_NEAR(train.active_duty_ratio, 2.0 / 24, 1e-9);
+  EXPECT_GE(train.longest_idle_gap_s, 22 * kHour);
   // The notebook is idle but for 20 minutes on weekdays.
-  EXPECT_LT(by_name["notebook-alice"].active_duty_ratio(), 0.02);
+  EXPECT_LT(by_name["notebook-alice"].active_duty_ratio, 0.02);
   // VRAM recommendations cover what was used: agent loop peaks at 19.5 GiB after its OOM bump.
-  EXPECT_EQ(by_name["agent-loop"].cuda_oom_count(), 0u) << "the OOM comes on day 4";
-  EXPECT_GE(by_name["agent-loop"].vram_target_bytes(), 18 * kGiB * 0.95);
-  EXPECT_LT(by_name["fraud-scorer"].vram_target_bytes(), 10 * kGiB);
-  EXPECT_GT(by_name["fraud-scorer"].vram_target_bytes(), 7.3 * kGiB);
+  EXPECT_EQ(by_name["agent-loop"].cuda_oom_count, 0u) << "the OOM comes on day 4";
+  EXPECT_GE(by_name["agent-loop"].vram_target_bytes, 18 * kGiB * 0.95);
+  EXPECT_LT(by_name["fraud-scorer"].vram_target_bytes, 10 * kGiB);
+  EXPECT_GT(by_name["fraud-scorer"].vram_target_bytes, 7.3 * kGiB);
   // A MIG 3g.40gb instance is half a GPU.
-  EXPECT_NEAR(by_name["fraud-scorer"].allocated_gpu_hours(), 72 * 0.5, 1e-6);
+  EXPECT_NEAR(by_name["fraud-scorer"].allocated_gpu_hours, 72 * 0.5, 1e-6);
 }
 
 }  // namespace

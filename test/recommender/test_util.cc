@@ -47,9 +47,9 @@ ScopedTempDir::~ScopedTempDir() {
 
 std::string RecommendationFingerprint(const FleetStore& store) {
   std::string out;
-  for (const v1::Recommendation& r : Recommender().RecommendAll(store)) {
+  for (const Recommendation& r : Recommender().RecommendAll(store)) {
     std::string bytes;
-    r.SerializeToString(&bytes);
+    ToProto(r, store).SerializeToString(&bytes);
     out += bytes;
   }
   return out;

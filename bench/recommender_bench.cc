@@ -1,0 +1,182 @@
+// Recommender benchmarks: histogram ingest, trace replay, whole-fleet recommendation pass, and
+// memory per workload-container.
+//
+//   build/bin/recommender_bench                       # everything
+//   build/bin/recommender_bench --benchmark_filter=Memory   # RSS per workload, in a fresh process
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+#include "core/gpu_allocation.h"
+#include "core/gpu_catalog.h"
+#include "recommender/input/demo_fleet.h"
+#include "recommender/input/trace_csv.h"
+#include "recommender/logic/recommender.h"
+#include "recommender/model/fleet_store.h"
+#include "recommender/model/histogram.h"
+
+namespace gpuvpa::recommender {
+namespace {
+
+constexpr double kStart = 1793577600;
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+std::vector<double> RandomValues(size_t n, bool linear) {
+  std::mt19937_64 rng(1);
+  std::lognormal_distribution<double> vram(std::log(8 * kGiB), 0.8);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::vector<double> v(n);
+  for (double& x : v) x = linear ? unit(rng) : vram(rng);
+  return v;
+}
+
+// One DecayingHistogram, one sample a second: bucket lookup + decay factor + add.
+void BM_HistogramAddSample(benchmark::State& state) {
+  const bool linear = state.range(0) == 1;
+  const Bucketing layout = linear ? Bucketing::Linear(1.0, 0.01) : Bucketing::Exponential(1e12, 1e7, 1.05);
+  DecayingHistogram h(layout, 86400);
+  const std::vector<double> values = RandomValues(1 << 16, linear);
+  double t = kStart;
+  size_t i = 0;
+  for (auto _ : state) {
+    h.AddSample(values[i], 1.0, t);
+    i = (i + 1) & (values.size() - 1);
+    t += 1;
+  }
+  benchmark::DoNotOptimize(h.total_weight());
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(linear ? "SM linear buckets" : "VRAM exponential buckets");
+}
+BENCHMARK(BM_HistogramAddSample)->Arg(0)->Arg(1);
+
+// The store's full per-sample path (SM histogram, VRAM window peak, accounting) over 10,000
+// workloads sampled at the same scrape timestamps.
+void BM_FleetStoreAddSample(benchmark::State& state) {
+  FleetStore store;
+  const GpuModel& model = **GpuCatalog::BuiltIn().FindModel("H100-80GB");
+  const AllocationUnit unit = *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu=1"), model);
+  constexpr uint32_t kWorkloads = 10000;
+  for (uint32_t w = 0; w < kWorkloads; ++w) {
+    v1::WorkloadIdentity id;
+    id.set_namespace_name("ns");
+    id.set_owner_kind("Deployment");
+    id.set_owner_name("w" + std::to_string(w));
+    id.set_container("c");
+    store.Track(id, unit);
+  }
+  const std::vector<double> vram = RandomValues(1 << 16, false);
+  const std::vector<double> sm = RandomValues(1 << 16, true);
+  uint32_t w = 0;
+  size_t i = 0;
+  double t = kStart;
+  for (auto _ : state) {
+    store.AddSample(w, {t, vram[i], sm[i], false});
+    i = (i + 1) & 0xFFFF;
+    if (++w == kWorkloads) {
+      w = 0;
+      t += 60;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_FleetStoreAddSample);
+
+// End to end: mmap the CSV, parse, resolve identities, ingest. 30 days of the demo fleet.
+void BM_TraceReplay(benchmark::State& state) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("gpuvpa-bench-trace-" + std::to_string(::getpid()) + ".csv")).string();
+  DemoFleetOptions options;
+  options.days = 30;
+  if (!WriteDemoFleetTrace(options, path).ok()) {
+    state.SkipWithError("cannot write the trace");
+    return;
+  }
+  size_t rows = 0;
+  for (auto _ : state) {
+    FleetStore store;
+    TraceReplayer replayer(store, GpuCatalog::BuiltIn());
+    Result<TraceReplayReport> report = replayer.ReplayFile(path);
+    if (!report.ok() || report->malformed != 0) {
+      state.SkipWithError("replay failed");
+      break;
+    }
+    rows = report->accepted;
+  }
+  std::filesystem::remove(path);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * rows));
+  state.counters["rows"] = static_cast<double>(rows);
+}
+BENCHMARK(BM_TraceReplay)->Unit(benchmark::kMillisecond);
+
+// A fleet of `n` workload-containers with a day of hourly VRAM peaks and SM samples each.
+FleetStore SyntheticFleet(uint32_t n) {
+  FleetStore store;
+  store.Reserve(n);
+  const GpuModel& model = **GpuCatalog::BuiltIn().FindModel("A100-80GB");
+  const AllocationUnit unit = *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu=1"), model);
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> vram(std::log(8 * kGiB), 0.8);
+  std::uniform_real_distribution<double> unit_dist(0, 1);
+  for (uint32_t w = 0; w < n; ++w) {
+    v1::WorkloadIdentity id;
+    id.set_namespace_name("team-" + std::to_string(w % 500));
+    id.set_owner_kind("Deployment");
+    id.set_owner_name("workload-" + std::to_string(w));
+    id.set_container("main");
+    id.set_gpu_model(model.name);
+    id.set_allocation("nvidia.com/gpu=1");
+    id.set_cost_center("cc-" + std::to_string(w % 40));
+    const uint32_t row = store.Track(id, unit);
+    for (int h = 0; h < 48; ++h)
+      store.AddSample(row, {kStart + h * 1800.0, vram(rng), unit_dist(rng), false});
+  }
+  return store;
+}
+
+void BM_RecommendAll(benchmark::State& state) {
+  const auto n = static_cast<uint32_t>(state.range(0));
+  const FleetStore store = SyntheticFleet(n);
+  RecommenderOptions options;
+  options.min_history_s = 0;  // every workload gets the full computation
+  const Recommender recommender(options);
+  for (auto _ : state) {
+    std::vector<Recommendation> recs = recommender.RecommendAll(store);
+    benchmark::DoNotOptimize(recs.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_RecommendAll)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+long ResidentBytes() {
+  long pages = 0;
+  long resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// RSS growth per workload-container while a 100,000-workload store is built (run it alone:
+// memory freed by earlier benchmarks would be reused and hide growth).
+void BM_MemoryPerWorkload(benchmark::State& state) {
+  const auto n = static_cast<uint32_t>(state.range(0));
+  double per_workload = 0;
+  for (auto _ : state) {
+    const long before = ResidentBytes();
+    FleetStore store = SyntheticFleet(n);
+    per_workload = static_cast<double>(ResidentBytes() - before) / n;
+    benchmark::DoNotOptimize(store.size());
+  }
+  state.counters["rss_bytes_per_workload"] = per_workload;
+}
+BENCHMARK(BM_MemoryPerWorkload)->Arg(100000)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace gpuvpa::recommender
+
+BENCHMARK_MAIN();
