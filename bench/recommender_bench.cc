@@ -4,12 +4,12 @@
 //   build/bin/recommender_bench                       # everything
 //   build/bin/recommender_bench --benchmark_filter=Memory   # RSS per workload, in a fresh process
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <unistd.h>
 
 #include "core/gpu_allocation.h"
 #include "core/gpu_catalog.h"
@@ -37,7 +37,8 @@ std::vector<double> RandomValues(size_t n, bool linear) {
 // One DecayingHistogram, one sample a second: bucket lookup + decay factor + add.
 void BM_HistogramAddSample(benchmark::State& state) {
   const bool linear = state.range(0) == 1;
-  const Bucketing layout = linear ? Bucketing::Linear(1.0, 0.01) : Bucketing::Exponential(1e12, 1e7, 1.05);
+  const Bucketing layout =
+      linear ? Bucketing::Linear(1.0, 0.01) : Bucketing::Exponential(1e12, 1e7, 1.05);
   DecayingHistogram h(layout, 86400);
   const std::vector<double> values = RandomValues(1 << 16, linear);
   double t = kStart;
@@ -58,7 +59,8 @@ BENCHMARK(BM_HistogramAddSample)->Arg(0)->Arg(1);
 void BM_FleetStoreAddSample(benchmark::State& state) {
   FleetStore store;
   const GpuModel& model = **GpuCatalog::BuiltIn().FindModel("H100-80GB");
-  const AllocationUnit unit = *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu=1"), model);
+  const AllocationUnit unit =
+      *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu=1"), model);
   constexpr uint32_t kWorkloads = 10000;
   for (uint32_t w = 0; w < kWorkloads; ++w) {
     v1::WorkloadIdentity id;
@@ -88,7 +90,8 @@ BENCHMARK(BM_FleetStoreAddSample);
 // End to end: mmap the CSV, parse, resolve identities, ingest. 30 days of the demo fleet.
 void BM_TraceReplay(benchmark::State& state) {
   const std::string path = (std::filesystem::temp_directory_path() /
-                            ("gpuvpa-bench-trace-" + std::to_string(::getpid()) + ".csv")).string();
+                            ("gpuvpa-bench-trace-" + std::to_string(::getpid()) + ".csv"))
+                               .string();
   DemoFleetOptions options;
   options.days = 30;
   if (!WriteDemoFleetTrace(options, path).ok()) {
@@ -117,7 +120,8 @@ FleetStore SyntheticFleet(uint32_t n) {
   FleetStore store;
   store.Reserve(n);
   const GpuModel& model = **GpuCatalog::BuiltIn().FindModel("A100-80GB");
-  const AllocationUnit unit = *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu=1"), model);
+  const AllocationUnit unit =
+      *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu=1"), model);
   std::mt19937_64 rng(3);
   std::lognormal_distribution<double> vram(std::log(8 * kGiB), 0.8);
   std::uniform_real_distribution<double> unit_dist(0, 1);

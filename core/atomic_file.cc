@@ -43,7 +43,8 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   Status st = WriteAll(fd, contents, tmp);
   if (st.ok() && ::fsync(fd) != 0) st = ErrnoError("fsync " + tmp, errno);
   if (::close(fd) != 0 && st.ok()) st = ErrnoError("close " + tmp, errno);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = ErrnoError("rename to " + path, errno);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    st = ErrnoError("rename to " + path, errno);
   if (!st.ok()) {
     ::unlink(tmp.c_str());
     return st;

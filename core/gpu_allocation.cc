@@ -34,7 +34,8 @@ std::string GpuAllocation::ToString() const {
     case AllocationKind::kMigInstance:
       return "nvidia.com/mig-" + mig_profile + "=" + std::to_string(count);
     case AllocationKind::kSharedReplica:
-      return "nvidia.com/gpu.shared=" + std::to_string(count) + "/" + std::to_string(shared_replicas);
+      return "nvidia.com/gpu.shared=" + std::to_string(count) + "/" +
+             std::to_string(shared_replicas);
     case AllocationKind::kMilliGpu:
       return "gpu-milli=" + std::to_string(milli);
   }
@@ -75,7 +76,8 @@ Result<GpuAllocation> ParseGpuAllocation(std::string_view text) {
   return a;
 }
 
-Result<AllocationUnit> ResolveAllocationUnit(const GpuAllocation& allocation, const GpuModel& model) {
+Result<AllocationUnit> ResolveAllocationUnit(const GpuAllocation& allocation,
+                                             const GpuModel& model) {
   switch (allocation.kind) {
     case AllocationKind::kWholeGpu:
       return AllocationUnit{1.0, model.memory_bytes};

@@ -19,10 +19,10 @@ enum class AllocationKind {
 
 struct GpuAllocation {
   AllocationKind kind = AllocationKind::kWholeGpu;
-  int count = 1;             // devices, instances or replicas held (milli: always 1)
-  std::string mig_profile;   // kMigInstance only, e.g. "3g.40gb"
-  int shared_replicas = 1;   // kSharedReplica only: how many ways the GPU is shared
-  int milli = 1000;          // kMilliGpu only
+  int count = 1;            // devices, instances or replicas held (milli: always 1)
+  std::string mig_profile;  // kMigInstance only, e.g. "3g.40gb"
+  int shared_replicas = 1;  // kSharedReplica only: how many ways the GPU is shared
+  int milli = 1000;         // kMilliGpu only
 
   // Canonical text, which ParseGpuAllocation reads back.
   std::string ToString() const;
@@ -35,11 +35,12 @@ Result<GpuAllocation> ParseGpuAllocation(std::string_view text);
 
 // One device, instance or replica of an allocation on a given GPU model.
 struct AllocationUnit {
-  double device_fraction = 1;    // share of a physical GPU it denies to others
+  double device_fraction = 1;      // share of a physical GPU it denies to others
   double vram_capacity_bytes = 0;  // device memory it may use
 };
 
 // MIG profiles must exist for the model (error names the profile); other kinds always resolve.
-Result<AllocationUnit> ResolveAllocationUnit(const GpuAllocation& allocation, const GpuModel& model);
+Result<AllocationUnit> ResolveAllocationUnit(const GpuAllocation& allocation,
+                                             const GpuModel& model);
 
 }  // namespace gpuvpa

@@ -77,7 +77,8 @@ size_t FindFamily(const std::string& text, std::string_view token) {
     bool left_ok = pos == 0 || !IsWordChar(text[pos - 1]);
     size_t end = pos + token.size();
     bool right_ok = end == text.size() || !IsWordChar(text[end]) || text[end] == 'G' ||
-                    (text[end] == 'M' && end + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[end + 1])));
+                    (text[end] == 'M' && end + 1 < text.size() &&
+                     std::isdigit(static_cast<unsigned char>(text[end + 1])));
     if (left_ok && right_ok) return pos;
   }
   return std::string::npos;
@@ -105,7 +106,8 @@ int FindMemoryGb(const std::string& text, size_t family_end) {
     const int value = digits_at(i, end);
     size_t k = end;
     while (k < text.size() && text[k] == ' ') ++k;
-    if (text.compare(k, 2, "GB") == 0 && (i == 0 || !std::isalpha(static_cast<unsigned char>(text[i - 1]))))
+    if (text.compare(k, 2, "GB") == 0 &&
+        (i == 0 || !std::isalpha(static_cast<unsigned char>(text[i - 1]))))
       return value;
     i = end;
   }
@@ -126,7 +128,8 @@ Result<const MigProfile*> GpuModel::FindMigProfile(std::string_view profile) con
   std::string known;
   for (const MigProfile& p : mig_profiles) known += (known.empty() ? "" : ", ") + p.name;
   return InvalidArgumentError("unknown MIG profile \"" + std::string(profile) + "\" for GPU " +
-                              name + (known.empty() ? " (no MIG support)" : " (known: " + known + ")"));
+                              name +
+                              (known.empty() ? " (no MIG support)" : " (known: " + known + ")"));
 }
 
 const GpuCatalog& GpuCatalog::BuiltIn() {

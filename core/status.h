@@ -11,12 +11,12 @@ namespace gpuvpa {
 
 enum class StatusCode {
   kOk,
-  kInvalidArgument,    // the caller's input is wrong (names the field and value)
-  kNotFound,           // a file or entry does not exist
-  kDataLoss,           // stored data is corrupt or unreadable
-  kFailedPrecondition, // stored data is valid but not usable by this build (e.g. version)
-  kUnavailable,        // a source is down; retry later
-  kInternal,           // an operating-system or library call failed
+  kInvalidArgument,     // the caller's input is wrong (names the field and value)
+  kNotFound,            // a file or entry does not exist
+  kDataLoss,            // stored data is corrupt or unreadable
+  kFailedPrecondition,  // stored data is valid but not usable by this build (e.g. version)
+  kUnavailable,         // a source is down; retry later
+  kInternal,            // an operating-system or library call failed
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -37,7 +37,9 @@ class [[nodiscard]] Status {
 };
 
 inline Status OkStatus() { return {}; }
-inline Status InvalidArgumentError(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgumentError(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFoundError(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status DataLossError(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status FailedPreconditionError(std::string m) {
@@ -52,7 +54,7 @@ Status ErrnoError(const std::string& what, int err);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok());
   }

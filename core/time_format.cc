@@ -30,8 +30,9 @@ bool Digits(std::string_view s, size_t pos, size_t n, int& out) {
 }
 
 Status Bad(std::string_view text) {
-  return InvalidArgumentError("timestamp \"" + std::string(text) +
-                              "\" is neither Unix seconds nor RFC 3339 (YYYY-MM-DDTHH:MM:SS[.f][Z|+HH:MM])");
+  return InvalidArgumentError(
+      "timestamp \"" + std::string(text) +
+      "\" is neither Unix seconds nor RFC 3339 (YYYY-MM-DDTHH:MM:SS[.f][Z|+HH:MM])");
 }
 
 }  // namespace
@@ -56,7 +57,8 @@ Result<double> ParseTimestamp(std::string_view s) {
     double scale = 0.1;
     ++pos;
     const size_t start = pos;
-    for (; pos < s.size() && s[pos] >= '0' && s[pos] <= '9'; ++pos, scale /= 10) fraction += (s[pos] - '0') * scale;
+    for (; pos < s.size() && s[pos] >= '0' && s[pos] <= '9'; ++pos, scale /= 10)
+      fraction += (s[pos] - '0') * scale;
     if (pos == start) return Bad(s);
   }
   int offset_s = 0;
@@ -72,8 +74,10 @@ Result<double> ParseTimestamp(std::string_view s) {
       return Bad(s);
     }
   }
-  const int64_t days = DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-  return static_cast<double>(days * 86400 + hour * 3600 + minute * 60 + second - offset_s) + fraction;
+  const int64_t days =
+      DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  return static_cast<double>(days * 86400 + hour * 3600 + minute * 60 + second - offset_s) +
+         fraction;
 }
 
 std::string FormatTimestamp(double unix_seconds) {
@@ -95,9 +99,9 @@ std::string FormatTimestamp(double unix_seconds) {
   const unsigned m = mp < 10 ? mp + 3 : mp - 9;
   const int64_t y = static_cast<int64_t>(yoe) + era * 400 + (m <= 2);
   char buf[80];
-  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lldZ", static_cast<long long>(y), m, d,
-                static_cast<long long>(rem / 3600), static_cast<long long>(rem / 60 % 60),
-                static_cast<long long>(rem % 60));
+  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lldZ",
+                static_cast<long long>(y), m, d, static_cast<long long>(rem / 3600),
+                static_cast<long long>(rem / 60 % 60), static_cast<long long>(rem % 60));
   return buf;
 }
 

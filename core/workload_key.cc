@@ -6,8 +6,9 @@ namespace {
 constexpr char kKeySeparator = '\x1f';  // ASCII unit separator
 }  // namespace
 
-void AssignWorkloadKey(std::string& out, std::string_view namespace_name, std::string_view owner_kind,
-                       std::string_view owner_name, std::string_view container) {
+void AssignWorkloadKey(std::string& out, std::string_view namespace_name,
+                       std::string_view owner_kind, std::string_view owner_name,
+                       std::string_view container) {
   out.clear();
   out.append(namespace_name).push_back(kKeySeparator);
   out.append(owner_kind).push_back(kKeySeparator);

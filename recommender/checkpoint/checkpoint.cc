@@ -29,7 +29,8 @@ void PutLe(std::string& out, T v) {
 template <typename T>
 T GetLe(const char* p) {
   T v = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<unsigned char>(p[i])) << (8 * i);
+  for (size_t i = 0; i < sizeof(T); ++i)
+    v |= static_cast<T>(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
 
@@ -61,21 +62,23 @@ Status RestoreHistogram(const v1::HistogramCheckpoint& in, HistogramRow row, con
   auto bad = [&](const std::string& why) {
     return DataLossError("checkpoint workload " + workload + " " + what + " histogram: " + why);
   };
-  if (in.bucket_index_size() != in.bucket_weight_size()) return bad("index and weight counts differ");
+  if (in.bucket_index_size() != in.bucket_weight_size())
+    return bad("index and weight counts differ");
   double sum = 0;
   for (int i = 0; i < in.bucket_index_size(); ++i) {
     const uint32_t b = in.bucket_index(i);
     const double w = in.bucket_weight(i);
-    if (b >= row.weights.size())
-      return bad("bucket index " + std::to_string(b) + " out of range");
-    if (!std::isfinite(w) || w < 0) return bad("bucket " + std::to_string(b) + " has weight " + std::to_string(w));
+    if (b >= row.weights.size()) return bad("bucket index " + std::to_string(b) + " out of range");
+    if (!std::isfinite(w) || w < 0)
+      return bad("bucket " + std::to_string(b) + " has weight " + std::to_string(w));
     row.weights[b] = w;
     sum += w;
   }
   const double total = in.total_weight();
   if (!std::isfinite(total) || total < 0 ||
       std::abs(sum - total) > kTotalWeightTolerance * std::max(1.0, total))
-    return bad("total weight " + std::to_string(total) + " does not match bucket sum " + std::to_string(sum));
+    return bad("total weight " + std::to_string(total) + " does not match bucket sum " +
+               std::to_string(sum));
   *row.total_weight = total;
   return OkStatus();
 }
@@ -103,24 +106,27 @@ void SaveWorkload(const FleetStore& store, uint32_t row, v1::WorkloadCheckpoint*
 
 Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
   const v1::WorkloadIdentity& id = in.identity();
-  const std::string name = id.namespace_name() + "/" + id.owner_kind() + "/" + id.owner_name() + "/" +
-                           id.container();
+  const std::string name =
+      id.namespace_name() + "/" + id.owner_kind() + "/" + id.owner_name() + "/" + id.container();
   if (id.namespace_name().empty() || id.owner_kind().empty() || id.owner_name().empty() ||
       id.container().empty())
     return DataLossError("checkpoint workload \"" + name + "\": identity has an empty field");
-  if (store.Find(KeyOf(id)))
-    return DataLossError("checkpoint workload " + name + " appears twice");
+  if (store.Find(KeyOf(id))) return DataLossError("checkpoint workload " + name + " appears twice");
   Result<const GpuModel*> model = GpuCatalog::BuiltIn().FindModel(id.gpu_model());
-  if (!model.ok()) return DataLossError("checkpoint workload " + name + ": " + model.status().message());
+  if (!model.ok())
+    return DataLossError("checkpoint workload " + name + ": " + model.status().message());
   Result<GpuAllocation> allocation = ParseGpuAllocation(id.allocation());
   if (!allocation.ok())
     return DataLossError("checkpoint workload " + name + ": " + allocation.status().message());
   Result<AllocationUnit> unit = ResolveAllocationUnit(*allocation, **model);
-  if (!unit.ok()) return DataLossError("checkpoint workload " + name + ": " + unit.status().message());
+  if (!unit.ok())
+    return DataLossError("checkpoint workload " + name + ": " + unit.status().message());
 
   const uint32_t row = store.Track(id, *unit);
-  if (Status s = RestoreHistogram(in.vram(), store.mutable_vram_row(row), "VRAM", name); !s.ok()) return s;
-  if (Status s = RestoreHistogram(in.sm(), store.mutable_sm_row(row), "SM", name); !s.ok()) return s;
+  if (Status s = RestoreHistogram(in.vram(), store.mutable_vram_row(row), "VRAM", name); !s.ok())
+    return s;
+  if (Status s = RestoreHistogram(in.sm(), store.mutable_sm_row(row), "SM", name); !s.ok())
+    return s;
   WorkloadState& st = store.mutable_state(row);
   st.first_seen_s = in.first_seen_s();
   st.last_seen_s = in.last_seen_s();
@@ -143,7 +149,8 @@ Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
 Result<std::string_view> Unframe(std::string_view bytes) {
   if (bytes.size() < kHeaderSize)
     return DataLossError("checkpoint truncated: " + std::to_string(bytes.size()) +
-                         " bytes is shorter than the " + std::to_string(kHeaderSize) + "-byte header");
+                         " bytes is shorter than the " + std::to_string(kHeaderSize) +
+                         "-byte header");
   if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return DataLossError("not a gpuvpa checkpoint (bad magic)");
   const char* p = bytes.data() + sizeof kMagic;
@@ -162,7 +169,8 @@ Result<std::string_view> Unframe(std::string_view bytes) {
   std::string_view payload = bytes.substr(kHeaderSize);
   if (const uint32_t got = Crc32c(payload); got != crc) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "checkpoint checksum mismatch: stored %08x, computed %08x", crc, got);
+    std::snprintf(buf, sizeof buf, "checkpoint checksum mismatch: stored %08x, computed %08x", crc,
+                  got);
     return DataLossError(buf);
   }
   return payload;
@@ -221,7 +229,8 @@ Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOpti
   if (!SameBucketing(store.vram_bucketing(), cp.vram_bucketing()) ||
       !SameBucketing(store.sm_bucketing(), cp.sm_bucketing()))
     return FailedPreconditionError(
-        "checkpoint histogram buckets differ from this configuration; refusing to reinterpret them");
+        "checkpoint histogram buckets differ from this configuration; refusing to reinterpret "
+        "them");
   if (cp.half_life_s() != options.half_life_s)
     return FailedPreconditionError("checkpoint half-life " + std::to_string(cp.half_life_s()) +
                                    " s differs from the configured " +
@@ -245,7 +254,8 @@ Status SaveCheckpoint(const FleetStore& store, const std::string& path, double s
     const std::string prev = PreviousCheckpointPath(path);
     const std::string prev_tmp = prev + ".tmp." + std::to_string(::getpid());
     ::unlink(prev_tmp.c_str());
-    if (::link(path.c_str(), prev_tmp.c_str()) != 0) return ErrnoError("link " + path + " to " + prev_tmp, errno);
+    if (::link(path.c_str(), prev_tmp.c_str()) != 0)
+      return ErrnoError("link " + path + " to " + prev_tmp, errno);
     if (std::rename(prev_tmp.c_str(), prev.c_str()) != 0) {
       const int err = errno;
       ::unlink(prev_tmp.c_str());
@@ -263,13 +273,15 @@ Result<CheckpointLoad> LoadCheckpoint(const std::string& path, FleetStore& store
     Result<std::string> bytes = ReadWholeFile(candidate);
     if (!bytes.ok()) {
       if (bytes.status().code() != StatusCode::kNotFound)
-        load.refused.emplace_back(bytes.status().code(), candidate + ": " + bytes.status().message());
+        load.refused.emplace_back(bytes.status().code(),
+                                  candidate + ": " + bytes.status().message());
       continue;
     }
     any_exists = true;
     Result<FleetStore> decoded = DecodeCheckpoint(*bytes, store.options());
     if (!decoded.ok()) {
-      load.refused.emplace_back(decoded.status().code(), candidate + ": " + decoded.status().message());
+      load.refused.emplace_back(decoded.status().code(),
+                                candidate + ": " + decoded.status().message());
       continue;
     }
     store = std::move(decoded).value();

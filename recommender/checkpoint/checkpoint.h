@@ -29,8 +29,8 @@ Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOpti
 Status SaveCheckpoint(const FleetStore& store, const std::string& path, double saved_at_s);
 
 struct CheckpointLoad {
-  std::string loaded_from;        // PATH or PATH.prev
-  std::vector<Status> refused;    // files that were tried and refused, with the reason
+  std::string loaded_from;      // PATH or PATH.prev
+  std::vector<Status> refused;  // files that were tried and refused, with the reason
 };
 
 // Loads PATH, or PATH.prev if PATH is refused or missing, into `store`. Temporary files a crashed

@@ -17,7 +17,8 @@ constexpr int kExitUsage = 2;
 
 }  // namespace
 
-int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err) {
   std::string trace_path;
   std::string checkpoint_path;
   std::string format_text = "table";
@@ -28,7 +29,8 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   flags.AddString("trace", &trace_path, "trace CSV to replay (required)");
   flags.AddString("checkpoint", &checkpoint_path, "checkpoint file to restore from and save to");
   flags.AddString("format", &format_text, "table or json (default table)");
-  flags.AddDouble("min-history-hours", &min_history_hours, "history needed before recommending (default 24)");
+  flags.AddDouble("min-history-hours", &min_history_hours,
+                  "history needed before recommending (default 24)");
   flags.AddDouble("sample-period-seconds", &store_options.sample_period_s,
                   "device time one trace row stands for (default 60)");
   if (Status s = flags.Parse(args); !s.ok()) {
@@ -54,8 +56,10 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   if (!checkpoint_path.empty()) {
     Result<CheckpointLoad> load = LoadCheckpoint(checkpoint_path, store);
     if (load.ok()) {
-      for (const Status& refused : load->refused) err << "checkpoint refused: " << refused.message() << "\n";
-      err << "checkpoint: restored " << store.size() << " workload-containers from " << load->loaded_from << "\n";
+      for (const Status& refused : load->refused)
+        err << "checkpoint refused: " << refused.message() << "\n";
+      err << "checkpoint: restored " << store.size() << " workload-containers from "
+          << load->loaded_from << "\n";
     } else if (load.status().code() != StatusCode::kNotFound) {
       err << "checkpoint: " << load.status().message() << "\n";
       return kExitFailure;
@@ -69,9 +73,10 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
     return kExitFailure;
   }
   for (const TraceIssue& issue : report->issues)
-    err << "trace: " << trace_path << ":" << issue.line << ": field " << issue.field << ": " << issue.message << "\n";
-  err << "trace: " << report->rows << " rows, " << report->accepted << " accepted, " << report->malformed
-      << " malformed (skipped)\n";
+    err << "trace: " << trace_path << ":" << issue.line << ": field " << issue.field << ": "
+        << issue.message << "\n";
+  err << "trace: " << report->rows << " rows, " << report->accepted << " accepted, "
+      << report->malformed << " malformed (skipped)\n";
   if (report->accepted > 0) store.ForgetStale(report->last_time_s);
 
   if (!checkpoint_path.empty()) {
@@ -85,7 +90,8 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   return 0;
 }
 
-int RunDemoTraceCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int RunDemoTraceCommand(const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err) {
   std::string path;
   DemoFleetOptions options;
   int seed = static_cast<int>(options.seed);

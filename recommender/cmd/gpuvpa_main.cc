@@ -22,8 +22,10 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  if (command == "recommend") return gpuvpa::recommender::RunRecommendCommand(args, std::cout, std::cerr);
-  if (command == "demo-trace") return gpuvpa::recommender::RunDemoTraceCommand(args, std::cout, std::cerr);
+  if (command == "recommend")
+    return gpuvpa::recommender::RunRecommendCommand(args, std::cout, std::cerr);
+  if (command == "demo-trace")
+    return gpuvpa::recommender::RunDemoTraceCommand(args, std::cout, std::cerr);
   if (command == "help" || command == "--help" || command == "-h") {
     std::cout << kUsage;
     return 0;

@@ -3,7 +3,8 @@
 // Load shapes (one trace row per device per sample period, UTC, starting on a Monday):
 // - agents/Deployment/agent-loop/worker (A100-80GB, 1 GPU): bursty agent loop. Bursts of 2-8
 //   minutes start with probability 1/45 per idle minute; SM 0.55-0.85 and VRAM 14-18 GiB in a
-//   burst, SM ~0 and 14 GiB (weights stay loaded) between; one CUDA OOM in the first burst of day 4.
+//   burst, SM ~0 and 14 GiB (weights stay loaded) between; one CUDA OOM in the first burst of
+//   day 4.
 // - search/Deployment/embed-server/server (L4-24GB, 1 GPU, 2 replicas): steady inference server
 //   with a diurnal cycle, SM 0.15-0.65, VRAM 9.5-10.2 GiB.
 // - chat/StatefulSet/vllm-llama/vllm (H100-80GB, 1 GPU): pool allocator. VRAM flat at 90 % of

@@ -40,8 +40,9 @@ enum Column : int {
 };
 constexpr int kRequiredColumns = kSmActive + 1;
 constexpr std::array<std::string_view, kColumnCount> kColumnNames = {
-    "timestamp", "namespace", "workload_kind", "workload_name", "container", "pod",       "gpu_model",
-    "allocation", "vram_bytes", "sm_active",   "device",        "cost_center", "cuda_oom"};
+    "timestamp", "namespace",   "workload_kind", "workload_name", "container",
+    "pod",       "gpu_model",   "allocation",    "vram_bytes",    "sm_active",
+    "device",    "cost_center", "cuda_oom"};
 constexpr size_t kMaxFields = 32;
 
 size_t SplitFields(std::string_view line, std::array<std::string_view, kMaxFields>& out) {
@@ -92,20 +93,24 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
   cols.index.fill(-1);
   cols.field_count = SplitFields(header, fields);
   if (cols.field_count > kMaxFields)
-    return InvalidArgumentError("trace header has more than " + std::to_string(kMaxFields) + " columns");
+    return InvalidArgumentError("trace header has more than " + std::to_string(kMaxFields) +
+                                " columns");
   for (size_t f = 0; f < cols.field_count; ++f) {
     int c = 0;
     while (c < kColumnCount && kColumnNames[c] != fields[f]) ++c;
     if (c == kColumnCount)
-      return InvalidArgumentError("trace header: unknown column \"" + std::string(fields[f]) + "\"");
+      return InvalidArgumentError("trace header: unknown column \"" + std::string(fields[f]) +
+                                  "\"");
     if (cols.index[c] >= 0)
-      return InvalidArgumentError("trace header: column \"" + std::string(fields[f]) + "\" appears twice");
+      return InvalidArgumentError("trace header: column \"" + std::string(fields[f]) +
+                                  "\" appears twice");
     cols.index[c] = static_cast<int>(f);
   }
   for (int c = 0; c < kRequiredColumns; ++c) {
     if (cols.index[c] < 0)
-      return InvalidArgumentError("trace header lacks required column \"" + std::string(kColumnNames[c]) +
-                                  "\" (header: \"" + std::string(header) + "\")");
+      return InvalidArgumentError("trace header lacks required column \"" +
+                                  std::string(kColumnNames[c]) + "\" (header: \"" +
+                                  std::string(header) + "\")");
   }
 
   TraceReplayReport report;
@@ -120,7 +125,8 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
       report.issues.push_back({line_no, std::string(column), std::move(message)});
   };
   auto reject_value = [&](int c, const std::string& why) {
-    reject(kColumnNames[c], std::string(kColumnNames[c]) + " \"" + std::string(field(c)) + "\" " + why);
+    reject(kColumnNames[c],
+           std::string(kColumnNames[c]) + " \"" + std::string(field(c)) + "\" " + why);
   };
 
   while (pos < csv.size()) {
@@ -130,8 +136,9 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
     ++report.rows;
     const size_t n = SplitFields(line, fields);
     if (n != cols.field_count) {
-      reject("row", "expected " + std::to_string(cols.field_count) + " fields, found " +
-                        (n > kMaxFields ? "more than " + std::to_string(kMaxFields) : std::to_string(n)));
+      reject("row",
+             "expected " + std::to_string(cols.field_count) + " fields, found " +
+                 (n > kMaxFields ? "more than " + std::to_string(kMaxFields) : std::to_string(n)));
       continue;
     }
 
@@ -141,7 +148,8 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
       continue;
     }
     bool empty_id = false;
-    for (int c : {kNamespace, kWorkloadKind, kWorkloadName, kContainer, kPod, kGpuModel, kAllocation}) {
+    for (int c :
+         {kNamespace, kWorkloadKind, kWorkloadName, kContainer, kPod, kGpuModel, kAllocation}) {
       if (field(c).empty()) {
         reject(kColumnNames[c], std::string(kColumnNames[c]) + " is empty");
         empty_id = true;
@@ -155,7 +163,8 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
       reject_value(kVramBytes, "is not a non-negative number of bytes");
       continue;
     }
-    if (!ParseDouble(field(kSmActive), sample.sm_ratio) || sample.sm_ratio < 0 || sample.sm_ratio > 1) {
+    if (!ParseDouble(field(kSmActive), sample.sm_ratio) || sample.sm_ratio < 0 ||
+        sample.sm_ratio > 1) {
       reject_value(kSmActive, "is not a ratio in 0..1");
       continue;
     }
@@ -213,8 +222,8 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
       id.set_cost_center(std::string(cost_center));
       row = store_.Track(id, *unit);
       if (row_cache_.size() <= *row) row_cache_.resize(*row + 1);
-      row_cache_[*row] = {key_buffer_, std::string(field(kAllocation)), std::string(field(kGpuModel)),
-                          std::string(cost_center)};
+      row_cache_[*row] = {key_buffer_, std::string(field(kAllocation)),
+                          std::string(field(kGpuModel)), std::string(cost_center)};
     }
 
     store_.AddSample(*row, sample);
@@ -251,7 +260,8 @@ Result<TraceReplayReport> TraceReplayer::ReplayFile(const std::string& path) {
   ::close(fd);
   if (data == MAP_FAILED) return ErrnoError("mmap trace " + path, err);
   ::madvise(data, size, MADV_SEQUENTIAL);
-  Result<TraceReplayReport> report = ReplayText(std::string_view(static_cast<const char*>(data), size));
+  Result<TraceReplayReport> report =
+      ReplayText(std::string_view(static_cast<const char*>(data), size));
   ::munmap(data, size);
   return report;
 }

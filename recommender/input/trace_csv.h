@@ -24,13 +24,13 @@ namespace gpuvpa::recommender {
 inline constexpr std::string_view kDefaultCostCenter = "unallocated";
 
 struct TraceIssue {
-  size_t line = 0;     // 1-based; the header is line 1
-  std::string field;   // column name, or "row" for the row as a whole
+  size_t line = 0;    // 1-based; the header is line 1
+  std::string field;  // column name, or "row" for the row as a whole
   std::string message;
 };
 
 struct TraceReplayReport {
-  size_t rows = 0;       // data rows seen (blank lines excluded)
+  size_t rows = 0;  // data rows seen (blank lines excluded)
   size_t accepted = 0;
   size_t malformed = 0;
   std::vector<TraceIssue> issues;  // the first kMaxReportedIssues malformed rows

@@ -19,7 +19,8 @@ v1::Recommendation ToProto(const Recommendation& r, const FleetStore& store) {
   *out.mutable_identity() = store.state(r.row).identity;
   out.set_has_target(r.has_target);
   if (!r.has_target)
-    out.set_withheld_reason("history " + Hours(r.history_s) + " is below the minimum " + Hours(r.min_history_s));
+    out.set_withheld_reason("history " + Hours(r.history_s) + " is below the minimum " +
+                            Hours(r.min_history_s));
   out.set_vram_target_bytes(r.vram_target_bytes);
   out.set_vram_lower_bytes(r.vram_lower_bytes);
   out.set_vram_upper_bytes(r.vram_upper_bytes);

@@ -11,12 +11,13 @@ constexpr double kSecondsPerHour = 3600;
 
 Recommender::Recommender(RecommenderOptions o) : options_(o) {
   vram_target_ = WithMinimum(
-      o.min_vram_bytes,
-      WithObservedFloor(WithMargin(o.safety_margin, NewPercentileEstimator(o.vram_target_percentile))));
+      o.min_vram_bytes, WithObservedFloor(WithMargin(
+                            o.safety_margin, NewPercentileEstimator(o.vram_target_percentile))));
   vram_lower_ = WithMinimum(
       o.min_vram_bytes,
-      WithConfidenceMultiplier(o.lower_confidence_multiplier, o.lower_confidence_exponent,
-                               WithMargin(o.safety_margin, NewPercentileEstimator(o.vram_lower_percentile))));
+      WithConfidenceMultiplier(
+          o.lower_confidence_multiplier, o.lower_confidence_exponent,
+          WithMargin(o.safety_margin, NewPercentileEstimator(o.vram_lower_percentile))));
   vram_upper_ = WithMinimum(
       o.min_vram_bytes,
       WithObservedFloor(WithConfidenceMultiplier(
@@ -34,7 +35,8 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row) con
   return Recommend(store, row, scratch);
 }
 
-Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row, Scratch& scratch) const {
+Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row,
+                                      Scratch& scratch) const {
   const WorkloadState& st = store.state(row);
   Recommendation rec;
   rec.row = row;
@@ -49,9 +51,10 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row, Scr
   scratch.sm_cumulative.resize(store.sm_weights(row).size());
   CumulativeWeights(store.vram_weights(row), scratch.vram_cumulative);
   CumulativeWeights(store.sm_weights(row), scratch.sm_cumulative);
-  const EstimatorInput vram{store.vram_bucketing(), scratch.vram_cumulative, store.vram_total_weight(row),
-                            history, observed_peak};
-  const EstimatorInput sm{store.sm_bucketing(), scratch.sm_cumulative, store.sm_total_weight(row), history, 0};
+  const EstimatorInput vram{store.vram_bucketing(), scratch.vram_cumulative,
+                            store.vram_total_weight(row), history, observed_peak};
+  const EstimatorInput sm{store.sm_bucketing(), scratch.sm_cumulative, store.sm_total_weight(row),
+                          history, 0};
 
   rec.history_s = history.history_s;
   rec.sample_count = st.sample_count;
@@ -71,9 +74,11 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row, Scr
   rec.idle_tax_gpu_hours_sm = rec.allocated_gpu_hours - rec.used_gpu_hours_sm;
 
   const double p98 = vram_p98_->Estimate(vram);
-  const bool flat = p98 > 0 && (p98 - vram_p10_->Estimate(vram)) <= options_.pool_flat_spread_ratio * p98;
-  const bool high = st.unit.vram_capacity_bytes > 0 &&
-                    vram_p50_->Estimate(vram) >= options_.pool_high_vram_ratio * st.unit.vram_capacity_bytes;
+  const bool flat =
+      p98 > 0 && (p98 - vram_p10_->Estimate(vram)) <= options_.pool_flat_spread_ratio * p98;
+  const bool high =
+      st.unit.vram_capacity_bytes > 0 &&
+      vram_p50_->Estimate(vram) >= options_.pool_high_vram_ratio * st.unit.vram_capacity_bytes;
   rec.vram_set_by_allocator = flat && high && rec.sm_p90_ratio <= options_.pool_low_sm_p90;
 
   if (history.history_s < options_.min_history_s) return rec;  // evidence only

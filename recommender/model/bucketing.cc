@@ -20,10 +20,10 @@ Bucketing::Bucketing(Kind kind, double max_value, double first_bucket_size, doub
     : kind_(kind), max_value_(max_value), first_bucket_size_(first_bucket_size), ratio_(ratio) {
   if (kind_ == Kind::kExponential) {
     inv_log_ratio_ = 1.0 / std::log(ratio_);
-    const int n = static_cast<int>(
-                      std::ceil(std::log(max_value_ * (ratio_ - 1) / first_bucket_size_ + 1) *
-                                inv_log_ratio_)) +
-                  1;
+    const int n =
+        static_cast<int>(std::ceil(std::log(max_value_ * (ratio_ - 1) / first_bucket_size_ + 1) *
+                                   inv_log_ratio_)) +
+        1;
     starts_.resize(n + 1);
     for (int i = 0; i < n; ++i)
       starts_[i] = first_bucket_size_ * (std::pow(ratio_, i) - 1) / (ratio_ - 1);

@@ -35,7 +35,7 @@ class Bucketing {
   double max_value_;
   double first_bucket_size_;
   double ratio_;
-  double inv_log_ratio_ = 0;  // cached for FindBucket on the hot path
+  double inv_log_ratio_ = 0;    // cached for FindBucket on the hot path
   std::vector<double> starts_;  // num_buckets + 1 entries; the last is the end of the last bucket
 };
 

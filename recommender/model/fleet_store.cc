@@ -11,7 +11,7 @@ namespace gpuvpa::recommender {
 namespace {
 
 constexpr double kCudaOomMinBumpBytes = 100.0 * 1024 * 1024;  // VPA: +100 MiB
-constexpr double kCudaOomBumpRatio = 1.2;                      // VPA: x1.2
+constexpr double kCudaOomBumpRatio = 1.2;                     // VPA: x1.2
 
 void ScaleAll(std::vector<double>& v, double scale) {
   Eigen::Map<Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())) *= scale;
@@ -32,8 +32,8 @@ std::string KeyOf(const v1::WorkloadIdentity& identity) {
 
 FleetStore::FleetStore(FleetStoreOptions options)
     : options_(options),
-      vram_bucketing_(Bucketing::Exponential(options.vram_max_bytes, options.vram_first_bucket_bytes,
-                                             options.vram_bucket_ratio)),
+      vram_bucketing_(Bucketing::Exponential(
+          options.vram_max_bytes, options.vram_first_bucket_bytes, options.vram_bucket_ratio)),
       sm_bucketing_(Bucketing::Linear(1.0, options.sm_bucket_width)),
       clock_(options.half_life_s),
       vram_stride_(static_cast<size_t>(vram_bucketing_.num_buckets())),
@@ -163,7 +163,8 @@ void FleetStore::AddVramPeak(uint32_t row, WorkloadState& st, double time_s, dou
     return;  // a window already closed: its peak stands (as VPA drops late memory samples)
   }
   if (st.vram_window_peak_bytes < 0 || window_start > st.vram_window_start_s) {
-    if (st.vram_window_peak_bytes >= 0) st.vram_previous_window_peak_bytes = st.vram_window_peak_bytes;
+    if (st.vram_window_peak_bytes >= 0)
+      st.vram_previous_window_peak_bytes = st.vram_window_peak_bytes;
     st.vram_window_start_s = window_start;
     st.vram_window_peak_bytes = -1;
   }
@@ -191,7 +192,8 @@ size_t FleetStore::ForgetStale(double now_s) {
     index_.erase(KeyOf(states_[row].identity));
     if (row != last) {
       states_[row] = std::move(states_[last]);
-      std::copy_n(&vram_weights_[last * vram_stride_], vram_stride_, &vram_weights_[row * vram_stride_]);
+      std::copy_n(&vram_weights_[last * vram_stride_], vram_stride_,
+                  &vram_weights_[row * vram_stride_]);
       std::copy_n(&sm_weights_[last * sm_stride_], sm_stride_, &sm_weights_[row * sm_stride_]);
       vram_totals_[row] = vram_totals_[last];
       sm_totals_[row] = sm_totals_[last];

@@ -40,11 +40,19 @@ std::string Note(const v1::Recommendation& r) {
   return note;
 }
 
+// A pool allocator's residency is its configuration, not its need: no number is shown for it.
+std::string VramColumn(const v1::Recommendation& r) {
+  if (!r.has_target()) return "-";
+  if (r.vram_set_by_allocator()) return "n/a (allocator pool)";
+  return Gib(r.vram_target_bytes()) + " [" + Gib(r.vram_lower_bytes()) + "-" +
+         Gib(r.vram_upper_bytes()) + "]";
+}
+
 std::string Table(const std::vector<v1::Recommendation>& recs) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"WORKLOAD", "GPU", "ALLOCATION", "COST CENTER", "VRAM GiB target [lower-upper]",
-                  "PEAK GiB", "SM p90/p99", "DUTY", "IDLE GAP", "GPU-h", "IDLE TAX GPU-h vram/sm", "CONF",
-                  "HISTORY", "NOTE"});
+                  "PEAK GiB", "SM p90/p99", "DUTY", "IDLE GAP", "GPU-h", "IDLE TAX GPU-h vram/sm",
+                  "CONF", "HISTORY", "NOTE"});
   for (const v1::Recommendation& r : recs) {
     const v1::WorkloadIdentity& id = r.identity();
     rows.push_back({
@@ -52,9 +60,7 @@ std::string Table(const std::vector<v1::Recommendation>& recs) {
         id.gpu_model(),
         id.allocation(),
         id.cost_center(),
-        r.has_target() ? Gib(r.vram_target_bytes()) + " [" + Gib(r.vram_lower_bytes()) + "-" +
-                             Gib(r.vram_upper_bytes()) + "]"
-                       : "-",
+        VramColumn(r),
         Gib(r.vram_observed_peak_bytes()),
         Fmt("%.2f", r.sm_p90_ratio()) + "/" + Fmt("%.2f", r.sm_p99_ratio()),
         Percent(r.active_duty_ratio()),

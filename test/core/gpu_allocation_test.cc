@@ -7,8 +7,8 @@ namespace gpuvpa {
 namespace {
 
 TEST(GpuAllocationTest, ParsesEveryKindAndRoundTrips) {
-  for (const char* text : {"nvidia.com/gpu=4", "nvidia.com/mig-3g.40gb=1", "nvidia.com/gpu.shared=1/4",
-                           "gpu-milli=460"}) {
+  for (const char* text : {"nvidia.com/gpu=4", "nvidia.com/mig-3g.40gb=1",
+                           "nvidia.com/gpu.shared=1/4", "gpu-milli=460"}) {
     Result<GpuAllocation> a = ParseGpuAllocation(text);
     ASSERT_TRUE(a.ok()) << text << ": " << a.status().message();
     EXPECT_EQ(a->ToString(), text);
@@ -20,8 +20,9 @@ TEST(GpuAllocationTest, ParsesEveryKindAndRoundTrips) {
 }
 
 TEST(GpuAllocationTest, RejectsMalformedAllocationsNamingThem) {
-  for (const char* text : {"nvidia.com/gpu=0", "nvidia.com/gpu=x", "nvidia.com/gpu", "amd.com/gpu=1",
-                           "nvidia.com/gpu.shared=1", "gpu-milli=1500", "nvidia.com/mig-=1"}) {
+  for (const char* text :
+       {"nvidia.com/gpu=0", "nvidia.com/gpu=x", "nvidia.com/gpu", "amd.com/gpu=1",
+        "nvidia.com/gpu.shared=1", "gpu-milli=1500", "nvidia.com/mig-=1"}) {
     Result<GpuAllocation> a = ParseGpuAllocation(text);
     ASSERT_FALSE(a.ok()) << text;
     EXPECT_NE(a.status().message().find(text), std::string::npos) << a.status().message();
@@ -34,10 +35,12 @@ TEST(GpuAllocationTest, ResolvesDeviceFractionAndVramPerUnit) {
   AllocationUnit whole = *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu=1"), h100);
   EXPECT_EQ(whole.device_fraction, 1.0);
   EXPECT_EQ(whole.vram_capacity_bytes, 80 * gib);
-  AllocationUnit mig = *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/mig-3g.40gb=1"), h100);
+  AllocationUnit mig =
+      *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/mig-3g.40gb=1"), h100);
   EXPECT_DOUBLE_EQ(mig.device_fraction, 0.5);
   EXPECT_EQ(mig.vram_capacity_bytes, 40192.0 * 1024 * 1024);
-  AllocationUnit shared = *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu.shared=1/4"), h100);
+  AllocationUnit shared =
+      *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu.shared=1/4"), h100);
   EXPECT_DOUBLE_EQ(shared.device_fraction, 0.25);
   AllocationUnit milli = *ResolveAllocationUnit(*ParseGpuAllocation("gpu-milli=460"), h100);
   EXPECT_DOUBLE_EQ(milli.device_fraction, 0.46);

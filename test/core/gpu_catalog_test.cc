@@ -29,7 +29,8 @@ TEST(GpuCatalogTest, UnknownOrAmbiguousModelIsAnErrorNamingIt) {
   Result<const GpuModel*> m = GpuCatalog::BuiltIn().FindModel("NVIDIA B999");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("B999"), std::string::npos);
-  EXPECT_FALSE(GpuCatalog::BuiltIn().FindModel("NVIDIA A100").ok()) << "40 or 80 GB must not be guessed";
+  EXPECT_FALSE(GpuCatalog::BuiltIn().FindModel("NVIDIA A100").ok())
+      << "40 or 80 GB must not be guessed";
 }
 
 TEST(GpuCatalogTest, MigSliceFractionIsTheBindingOneOfMemoryAndCompute) {
@@ -39,7 +40,8 @@ TEST(GpuCatalogTest, MigSliceFractionIsTheBindingOneOfMemoryAndCompute) {
   EXPECT_DOUBLE_EQ((*h100->FindMigProfile("1g.20gb"))->SliceFraction(), 2.0 / 8);
   EXPECT_DOUBLE_EQ((*h100->FindMigProfile("7g.80gb"))->SliceFraction(), 1.0);
   const GpuModel* h200 = *GpuCatalog::BuiltIn().FindModel("H200-141GB");
-  EXPECT_DOUBLE_EQ((*h200->FindMigProfile("3g.71gb"))->usable_memory_bytes, 69.5 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ((*h200->FindMigProfile("3g.71gb"))->usable_memory_bytes,
+                   69.5 * 1024 * 1024 * 1024);
 }
 
 TEST(GpuCatalogTest, UnknownMigProfileNamesTheProfile) {

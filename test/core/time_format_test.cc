@@ -23,7 +23,8 @@ TEST(TimeFormatTest, FormatRoundTrips) {
 }
 
 TEST(TimeFormatTest, RejectsGarbageNamingIt) {
-  for (const char* bad : {"", "yesterday", "2026-13-01T00:00:00Z", "2026-11-02T00:00:00Q", "12abc"}) {
+  for (const char* bad :
+       {"", "yesterday", "2026-13-01T00:00:00Z", "2026-11-02T00:00:00Q", "12abc"}) {
     Result<double> t = ParseTimestamp(bad);
     ASSERT_FALSE(t.ok()) << bad;
     EXPECT_NE(t.status().message().find(std::string("\"") + bad + "\""), std::string::npos);

@@ -28,7 +28,8 @@ TEST(BucketingTest, LinearDutyCycleLayoutHas100BucketsAndHoldsOne) {
 
 TEST(BucketingTest, EveryValueLandsInsideItsBucket) {
   std::mt19937_64 rng(7);
-  for (const Bucketing& b : {Bucketing::Exponential(1e12, 1e7, 1.05), Bucketing::Linear(1.0, 0.01)}) {
+  for (const Bucketing& b :
+       {Bucketing::Exponential(1e12, 1e7, 1.05), Bucketing::Linear(1.0, 0.01)}) {
     // Exponential layouts are drawn log-uniformly so that every decade is exercised.
     std::uniform_real_distribution<double> unit(0, 1);
     const bool linear = b.kind() == Bucketing::Kind::kLinear;

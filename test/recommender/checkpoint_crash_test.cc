@@ -26,7 +26,8 @@ FleetStore MakeFleet(int workloads) {
   for (int i = 0; i < workloads; ++i) {
     const uint32_t row = testing::TrackTestWorkload(store, "w" + std::to_string(i));
     for (int h = 0; h < 24; ++h)
-      store.AddSample(row, {kStart + h * 3600.0, (1 + (i + h) % 60) * kGiB, 0.01 * ((i * h) % 100), false});
+      store.AddSample(
+          row, {kStart + h * 3600.0, (1 + (i + h) % 60) * kGiB, 0.01 * ((i * h) % 100), false});
   }
   return store;
 }
@@ -34,7 +35,8 @@ FleetStore MakeFleet(int workloads) {
 [[noreturn]] void SaveForever(FleetStore& store, const std::string& path) {
   for (uint64_t n = 0;; ++n) {
     const auto row = static_cast<uint32_t>(n % store.size());
-    store.AddSample(row, {kStart + 86400 + static_cast<double>(n), (1 + n % 70) * kGiB, 0.5, false});
+    store.AddSample(row,
+                    {kStart + 86400 + static_cast<double>(n), (1 + n % 70) * kGiB, 0.5, false});
     if (!SaveCheckpoint(store, path, static_cast<double>(n)).ok()) _exit(3);
   }
 }

@@ -98,7 +98,8 @@ TEST_F(CheckpointTest, TruncatedCheckpointIsRefusedAndThePreviousOneSurvives) {
     EXPECT_EQ(load->loaded_from, PreviousCheckpointPath(path));
     ASSERT_EQ(load->refused.size(), 1u);
     EXPECT_EQ(load->refused[0].code(), StatusCode::kDataLoss);
-    EXPECT_NE(load->refused[0].message().find("truncated"), std::string::npos) << load->refused[0].message();
+    EXPECT_NE(load->refused[0].message().find("truncated"), std::string::npos)
+        << load->refused[0].message();
     EXPECT_EQ(RecommendationFingerprint(loaded), RecommendationFingerprint(first));
   }
 }
@@ -107,7 +108,8 @@ TEST_F(CheckpointTest, EveryBitFlipIsRefused) {
   FleetStore store;
   Replay(store, trace_->substr(0, trace_->find('\n', trace_->size() / 8) + 1));
   const std::string good = EncodeCheckpoint(store, 7);
-  // Every bit of the header and of the first and last KiB of payload, and a stride through the rest.
+  // Every bit of the header and of the first and last KiB of payload, and a stride through the
+  // rest.
   std::vector<size_t> bits;
   for (size_t i = 0; i < 8 * std::min<size_t>(good.size(), 1024 + 24); ++i) bits.push_back(i);
   for (size_t i = 8 * (good.size() - 1024); i < 8 * good.size(); ++i) bits.push_back(i);
@@ -127,7 +129,8 @@ TEST_F(CheckpointTest, WrongFormatVersionIsRefusedNamingTheVersion) {
   Result<FleetStore> decoded = DecodeCheckpoint(bytes, store.options());
   ASSERT_FALSE(decoded.ok());
   EXPECT_EQ(decoded.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(decoded.status().message().find("version 7"), std::string::npos) << decoded.status().message();
+  EXPECT_NE(decoded.status().message().find("version 7"), std::string::npos)
+      << decoded.status().message();
 }
 
 TEST_F(CheckpointTest, DifferentBucketConfigurationIsRefused) {

@@ -1,10 +1,9 @@
 // The recommend and demo-trace commands end to end (as the README runs them).
-#include "recommender/cmd/commands.h"
-
 #include <gtest/gtest.h>
 
 #include <sstream>
 
+#include "recommender/cmd/commands.h"
 #include "test/recommender/test_util.h"
 
 namespace gpuvpa::recommender {
@@ -27,8 +26,9 @@ TEST_F(CliTest, DemoTraceThenRecommendPrintsEveryWorkload) {
   const std::string trace = dir_.Path("demo.csv");
   ASSERT_EQ(Run(RunDemoTraceCommand, {"--out", trace, "--days", "2"}), 0) << err_.str();
   ASSERT_EQ(Run(RunRecommendCommand, {"--trace", trace}), 0) << err_.str();
-  for (const char* name : {"agents/Deployment/agent-loop/worker", "chat/StatefulSet/vllm-llama/vllm",
-                           "research/StatefulSet/nightly-train/trainer", "VRAM set by allocator config"})
+  for (const char* name :
+       {"agents/Deployment/agent-loop/worker", "chat/StatefulSet/vllm-llama/vllm",
+        "research/StatefulSet/nightly-train/trainer", "VRAM set by allocator config"})
     EXPECT_NE(out_.str().find(name), std::string::npos) << name << "\n" << out_.str();
   EXPECT_NE(err_.str().find("31680 accepted, 0 malformed"), std::string::npos) << err_.str();
 }
@@ -37,7 +37,9 @@ TEST_F(CliTest, JsonFormatAndCheckpointRestore) {
   const std::string trace = dir_.Path("demo.csv");
   const std::string ckpt = dir_.Path("ckpt");
   ASSERT_EQ(Run(RunDemoTraceCommand, {"--out", trace, "--days", "2"}), 0);
-  ASSERT_EQ(Run(RunRecommendCommand, {"--trace", trace, "--checkpoint", ckpt, "--format", "json"}), 0) << err_.str();
+  ASSERT_EQ(Run(RunRecommendCommand, {"--trace", trace, "--checkpoint", ckpt, "--format", "json"}),
+            0)
+      << err_.str();
   EXPECT_EQ(out_.str().front(), '[');
   EXPECT_NE(out_.str().find("\"vram_target_bytes\""), std::string::npos);
   ASSERT_EQ(Run(RunRecommendCommand, {"--trace", trace, "--checkpoint", ckpt}), 0);

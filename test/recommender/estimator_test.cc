@@ -51,10 +51,12 @@ TEST_F(EstimatorTest, ConfidenceMultiplierFollowsVpaFormula) {
   EXPECT_DOUBLE_EQ(WithConfidenceMultiplier(0.001, -2.0, Constant(100))->Estimate(Input()),
                    100 * std::pow(1.0005, -2));
   // Few samples bound confidence even with long history: 720 samples = half a day.
-  EXPECT_DOUBLE_EQ(WithConfidenceMultiplier(1.0, 1.0, Constant(100))->Estimate(Input({5 * 86400.0, 720, 1440})),
-                   300);
+  EXPECT_DOUBLE_EQ(
+      WithConfidenceMultiplier(1.0, 1.0, Constant(100))->Estimate(Input({5 * 86400.0, 720, 1440})),
+      300);
   // No history at all stays finite.
-  EXPECT_TRUE(std::isfinite(WithConfidenceMultiplier(1.0, 1.0, Constant(100))->Estimate(Input({0, 0, 1440}))));
+  EXPECT_TRUE(std::isfinite(
+      WithConfidenceMultiplier(1.0, 1.0, Constant(100))->Estimate(Input({0, 0, 1440}))));
 }
 
 TEST_F(EstimatorTest, MinimumRaisesButNeverLowers) {

@@ -40,7 +40,7 @@ TEST(FleetStoreTest, KeepsOnePeakPerVramWindow) {
 }
 
 TEST(FleetStoreTest, CudaOomBumpsThePeakAsVpaDoes) {
-  EXPECT_DOUBLE_EQ(VramAfterCudaOom(10 * kGiB), 12 * kGiB);                    // x1.2 wins
+  EXPECT_DOUBLE_EQ(VramAfterCudaOom(10 * kGiB), 12 * kGiB);                // x1.2 wins
   EXPECT_DOUBLE_EQ(VramAfterCudaOom(100e6), 100e6 + 100.0 * 1024 * 1024);  // +100 MiB wins
   FleetStore store;
   const uint32_t w = TrackTestWorkload(store, "w");
@@ -75,14 +75,16 @@ TEST(FleetStoreTest, ForgetsWorkloadsSilentForLongerThanTheHistory) {
   const uint32_t fresh = TrackTestWorkload(store, "fresh");
   store.AddSample(stale, {kStart, 1 * kGiB, 0.1, false});
   store.AddSample(fresh, {kStart + 7 * kDay, 3 * kGiB, 0.7, false});
-  const std::vector<double> fresh_vram(store.vram_weights(fresh).begin(), store.vram_weights(fresh).end());
+  const std::vector<double> fresh_vram(store.vram_weights(fresh).begin(),
+                                       store.vram_weights(fresh).end());
   EXPECT_EQ(store.ForgetStale(kStart + 7 * kDay), 0u) << "exactly at the history edge is kept";
   EXPECT_EQ(store.ForgetStale(kStart + 7 * kDay + 1), 1u);
   ASSERT_EQ(store.size(), 1u);
   EXPECT_FALSE(store.Find(KeyOf(testing::TestIdentity("stale"))));
   const uint32_t moved = *store.Find(KeyOf(testing::TestIdentity("fresh")));
   EXPECT_EQ(store.state(moved).identity.owner_name(), "fresh");
-  EXPECT_EQ(std::vector<double>(store.vram_weights(moved).begin(), store.vram_weights(moved).end()), fresh_vram);
+  EXPECT_EQ(std::vector<double>(store.vram_weights(moved).begin(), store.vram_weights(moved).end()),
+            fresh_vram);
 }
 
 TEST(FleetStoreTest, DecayShiftRescalesTheWholeFleetWithoutMovingPercentiles) {
@@ -100,7 +102,8 @@ TEST(FleetStoreTest, DecayShiftRescalesTheWholeFleetWithoutMovingPercentiles) {
   std::vector<double> b_before;
   for (double p : {0.1, 0.5, 0.9, 0.99}) {
     b_before.push_back(VramP(store, b, p));
-    b_before.push_back(PercentileValue(store.sm_bucketing(), store.sm_weights(b), store.sm_total_weight(b), p));
+    b_before.push_back(
+        PercentileValue(store.sm_bucketing(), store.sm_weights(b), store.sm_total_weight(b), p));
   }
   // Workload a alone moves past the exponent limit; the shift rescales b as well.
   store.AddSample(a, {start + 101 * kHour, 4 * kGiB, 0.1, false});
@@ -108,7 +111,8 @@ TEST(FleetStoreTest, DecayShiftRescalesTheWholeFleetWithoutMovingPercentiles) {
   std::vector<double> b_after;
   for (double p : {0.1, 0.5, 0.9, 0.99}) {
     b_after.push_back(VramP(store, b, p));
-    b_after.push_back(PercentileValue(store.sm_bucketing(), store.sm_weights(b), store.sm_total_weight(b), p));
+    b_after.push_back(
+        PercentileValue(store.sm_bucketing(), store.sm_weights(b), store.sm_total_weight(b), p));
   }
   EXPECT_EQ(b_after, b_before);
   EXPECT_TRUE(std::isfinite(store.vram_total_weight(a)));

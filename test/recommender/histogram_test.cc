@@ -62,7 +62,8 @@ TEST_P(HistogramPercentileTest, NeverBelowTrueValueAndAtMostOneBucketAbove) {
       const double exact = ExactPercentile(raw, p);
       const double got = h.Percentile(p);
       EXPECT_GE(got, exact) << "p=" << p << " linear=" << linear;
-      EXPECT_LE(got - exact, BucketWidthAt(layout, exact) * (1 + 1e-12)) << "p=" << p << " linear=" << linear;
+      EXPECT_LE(got - exact, BucketWidthAt(layout, exact) * (1 + 1e-12))
+          << "p=" << p << " linear=" << linear;
     }
   }
 }
@@ -73,7 +74,7 @@ TEST(DecayingHistogramTest, DecayHalvesASamplesRelativeWeightPerHalfLife) {
   const Bucketing layout = Bucketing::Linear(1.0, 0.01);
   for (int half_lives = 1; half_lives <= 5; ++half_lives) {
     DecayingHistogram h(layout, kHalfLife);
-    h.AddSample(0.105, 1.0, 1000);                            // old sample, bucket 10
+    h.AddSample(0.105, 1.0, 1000);                           // old sample, bucket 10
     h.AddSample(0.805, 1.0, 1000 + half_lives * kHalfLife);  // new sample, bucket 80
     const double ratio = h.weights()[10] / h.weights()[80];
     EXPECT_DOUBLE_EQ(ratio, std::exp2(-half_lives)) << half_lives;

@@ -87,7 +87,8 @@ TEST(RecommenderTest, DemoFleetHeadlineFindings) {
   ASSERT_EQ(by_name.size(), 7u);
 
   EXPECT_TRUE(by_name["vllm-llama"].vram_set_by_allocator);
-  for (const char* name : {"agent-loop", "embed-server", "nightly-train", "notebook-alice", "fraud-scorer"})
+  for (const char* name :
+       {"agent-loop", "embed-server", "nightly-train", "notebook-alice", "fraud-scorer"})
     EXPECT_FALSE(by_name[name].vram_set_by_allocator) << name;
   // The nightly trainer holds 4 GPUs for 3 days and trains 2 h a day: ~92 % of its GPU-hours idle.
   const Recommendation& train = by_name["nightly-train"];

@@ -13,7 +13,8 @@ inline constexpr double kGiB = 1024.0 * 1024 * 1024;
 inline constexpr double kHour = 3600;
 inline constexpr double kDay = 86400;
 
-v1::WorkloadIdentity TestIdentity(const std::string& name, const std::string& gpu_model = "A100-80GB",
+v1::WorkloadIdentity TestIdentity(const std::string& name,
+                                  const std::string& gpu_model = "A100-80GB",
                                   const std::string& allocation = "nvidia.com/gpu=1");
 
 // Tracks a workload in `store` with its allocation resolved against the built-in catalog.

@@ -10,11 +10,15 @@ namespace gpuvpa::recommender {
 namespace {
 
 constexpr const char* kHeader =
-    "timestamp,namespace,workload_kind,workload_name,container,pod,gpu_model,allocation,vram_bytes,sm_active\n";
+    "timestamp,namespace,workload_kind,workload_name,container,pod,gpu_model,allocation,vram_bytes,"
+    "sm_active\n";
 
-std::string Row(const std::string& ts, const std::string& sm = "0.5", const std::string& model = "A100-80GB",
-                const std::string& alloc = "nvidia.com/gpu=1", const std::string& vram = "1000000000") {
-  return ts + ",ns,Deployment,web,main,web-abc," + model + "," + alloc + "," + vram + "," + sm + "\n";
+std::string Row(const std::string& ts, const std::string& sm = "0.5",
+                const std::string& model = "A100-80GB",
+                const std::string& alloc = "nvidia.com/gpu=1",
+                const std::string& vram = "1000000000") {
+  return ts + ",ns,Deployment,web,main,web-abc," + model + "," + alloc + "," + vram + "," + sm +
+         "\n";
 }
 
 class TraceCsvTest : public ::testing::Test {
@@ -42,25 +46,25 @@ TEST_F(TraceCsvTest, AcceptsWellFormedRowsWithDefaults) {
 }
 
 TEST_F(TraceCsvTest, ReportsMalformedRowsWithLineAndFieldAndSkipsThem) {
-  const std::string csv = std::string(kHeader) +
-                          Row("1793577600") +                                   // line 2 ok
-                          Row("1793577660", "1.7") +                            // line 3 sm
-                          Row("yesterday") +                                    // line 4 timestamp
-                          Row("1793577720", "0.5", "NVIDIA B999") +             // line 5 gpu_model
-                          Row("1793577780", "0.5", "A100-80GB", "nvidia.com/gpu=x") +  // line 6
-                          Row("1793577840", "0.5", "A100-40GB", "nvidia.com/mig-3g.40gb=1") +  // line 7
-                          Row("1793577900", "0.5", "A100-80GB", "nvidia.com/gpu=1", "-5") +  // line 8
-                          "1793577960,ns,Deployment,web\n" +                    // line 9 short
-                          "1793578020,,Deployment,web,main,web-abc,A100-80GB,nvidia.com/gpu=1,1,0.5\n" +  // 10
-                          "\n" +                                                // line 11 blank
-                          Row("1793578080");                                    // line 12 ok
+  const std::string csv =
+      std::string(kHeader) + Row("1793577600") +                           // line 2 ok
+      Row("1793577660", "1.7") +                                           // line 3 sm
+      Row("yesterday") +                                                   // line 4 timestamp
+      Row("1793577720", "0.5", "NVIDIA B999") +                            // line 5 gpu_model
+      Row("1793577780", "0.5", "A100-80GB", "nvidia.com/gpu=x") +          // line 6
+      Row("1793577840", "0.5", "A100-40GB", "nvidia.com/mig-3g.40gb=1") +  // line 7
+      Row("1793577900", "0.5", "A100-80GB", "nvidia.com/gpu=1", "-5") +    // line 8
+      "1793577960,ns,Deployment,web\n" +                                   // line 9 short
+      "1793578020,,Deployment,web,main,web-abc,A100-80GB,nvidia.com/gpu=1,1,0.5\n" +  // 10
+      "\n" +              // line 11 blank
+      Row("1793578080");  // line 12 ok
   Result<TraceReplayReport> r = Replay(csv);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->rows, 10u);
   EXPECT_EQ(r->accepted, 2u);
   EXPECT_EQ(r->malformed, 8u);
   const std::vector<std::pair<size_t, std::string>> expected = {
-      {3, "sm_active"}, {4, "timestamp"},  {5, "gpu_model"}, {6, "allocation"},
+      {3, "sm_active"},  {4, "timestamp"},  {5, "gpu_model"}, {6, "allocation"},
       {7, "allocation"}, {8, "vram_bytes"}, {9, "row"},       {10, "namespace"}};
   ASSERT_EQ(r->issues.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -84,7 +88,8 @@ TEST_F(TraceCsvTest, HeaderProblemsAreErrorsNamingTheColumn) {
 
 TEST_F(TraceCsvTest, OptionalColumnsInAnyOrderAndCrlfLineEnds) {
   const std::string csv =
-      "cost_center,sm_active,vram_bytes,allocation,gpu_model,pod,container,workload_name,workload_kind,"
+      "cost_center,sm_active,vram_bytes,allocation,gpu_model,pod,container,workload_name,workload_"
+      "kind,"
       "namespace,timestamp,device,cuda_oom\r\n"
       "fin,0.9,2000000000,nvidia.com/gpu=2,H100-80GB,p,c,train,Job,ml,1793577600,1,1\r\n";
   Result<TraceReplayReport> r = Replay(csv);
