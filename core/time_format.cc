@@ -64,20 +64,19 @@ Result<double> ParseTimestamp(std::string_view s) {
   int offset_s = 0;
   if (pos < s.size()) {
     if ((s[pos] == 'Z' || s[pos] == 'z') && pos + 1 == s.size()) {
-      ++pos;
+      // UTC
     } else if ((s[pos] == '+' || s[pos] == '-') && pos + 6 == s.size() && s[pos + 3] == ':') {
       int oh, om;
       if (!Digits(s, pos + 1, 2, oh) || !Digits(s, pos + 4, 2, om)) return Bad(s);
       offset_s = (oh * 3600 + om * 60) * (s[pos] == '-' ? -1 : 1);
-      pos = s.size();
     } else {
       return Bad(s);
     }
   }
   const int64_t days =
       DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-  return static_cast<double>(days * 86400 + hour * 3600 + minute * 60 + second - offset_s) +
-         fraction;
+  const int64_t seconds_of_day = int64_t{hour} * 3600 + int64_t{minute} * 60 + second - offset_s;
+  return static_cast<double>(days * 86400 + seconds_of_day) + fraction;
 }
 
 std::string FormatTimestamp(double unix_seconds) {

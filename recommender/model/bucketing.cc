@@ -9,11 +9,11 @@
 namespace gpuvpa::recommender {
 
 Bucketing Bucketing::Exponential(double max_value, double first_bucket_size, double ratio) {
-  return Bucketing(Kind::kExponential, max_value, first_bucket_size, ratio);
+  return {Kind::kExponential, max_value, first_bucket_size, ratio};
 }
 
 Bucketing Bucketing::Linear(double max_value, double bucket_size) {
-  return Bucketing(Kind::kLinear, max_value, bucket_size, 1.0);
+  return {Kind::kLinear, max_value, bucket_size, 1.0};
 }
 
 Bucketing::Bucketing(Kind kind, double max_value, double first_bucket_size, double ratio)

@@ -104,6 +104,29 @@ TEST_F(CheckpointTest, TruncatedCheckpointIsRefusedAndThePreviousOneSurvives) {
   }
 }
 
+TEST_F(CheckpointTest, BitFlippedCheckpointIsRefusedAndThePreviousOneSurvives) {
+  const std::string path = dir_.Path("ckpt");
+  FleetStore first;
+  Replay(first, trace_->substr(0, trace_->find('\n', trace_->size() / 4) + 1));
+  ASSERT_TRUE(SaveCheckpoint(first, path, 1).ok());
+  FleetStore second;
+  Replay(second, *trace_);
+  ASSERT_TRUE(SaveCheckpoint(second, path, 2).ok());
+  const std::string good = *ReadWholeFile(path);
+  for (size_t byte :
+       {size_t{0}, size_t{9}, size_t{15}, size_t{21}, good.size() / 3, good.size() - 1}) {
+    std::string bad = good;
+    bad[byte] = static_cast<char>(bad[byte] ^ 0x10);
+    WriteRaw(path, bad);
+    FleetStore loaded;
+    Result<CheckpointLoad> load = LoadCheckpoint(path, loaded);
+    ASSERT_TRUE(load.ok()) << load.status().message();
+    EXPECT_EQ(load->loaded_from, PreviousCheckpointPath(path)) << "byte " << byte;
+    ASSERT_EQ(load->refused.size(), 1u);
+    EXPECT_EQ(RecommendationFingerprint(loaded), RecommendationFingerprint(first));
+  }
+}
+
 TEST_F(CheckpointTest, EveryBitFlipIsRefused) {
   FleetStore store;
   Replay(store, trace_->substr(0, trace_->find('\n', trace_->size() / 8) + 1));
