@@ -76,26 +76,36 @@ Result<GpuAllocation> ParseGpuAllocation(std::string_view text) {
   return a;
 }
 
-Result<AllocationUnit> ResolveAllocationUnit(const GpuAllocation& allocation,
-                                             const GpuModel& model) {
+Result<double> DeviceFraction(const GpuAllocation& allocation, const GpuModel* model) {
   switch (allocation.kind) {
     case AllocationKind::kWholeGpu:
-      return AllocationUnit{1.0, model.memory_bytes};
+      return 1.0;
     case AllocationKind::kMigInstance: {
-      Result<const MigProfile*> profile = model.FindMigProfile(allocation.mig_profile);
+      if (model == nullptr)
+        return InvalidArgumentError("MIG profile \"" + allocation.mig_profile +
+                                    "\" on a GPU model outside the catalog");
+      Result<const MigProfile*> profile = model->FindMigProfile(allocation.mig_profile);
       if (!profile.ok()) return profile.status();
-      return AllocationUnit{(*profile)->SliceFraction(), (*profile)->usable_memory_bytes};
+      return (*profile)->SliceFraction();
     }
-    case AllocationKind::kSharedReplica: {
-      const double fraction = 1.0 / allocation.shared_replicas;
-      return AllocationUnit{fraction, model.memory_bytes * fraction};
-    }
-    case AllocationKind::kMilliGpu: {
-      const double fraction = allocation.milli / 1000.0;
-      return AllocationUnit{fraction, model.memory_bytes * fraction};
-    }
+    case AllocationKind::kSharedReplica:
+      return 1.0 / allocation.shared_replicas;
+    case AllocationKind::kMilliGpu:
+      return allocation.milli / 1000.0;
   }
   return InternalError("unhandled allocation kind");
+}
+
+Result<AllocationUnit> ResolveAllocationUnit(const GpuAllocation& allocation,
+                                             const GpuModel& model) {
+  Result<double> fraction = DeviceFraction(allocation, &model);
+  if (!fraction.ok()) return fraction.status();
+  if (allocation.kind == AllocationKind::kMigInstance) {
+    // An instance sees its own usable memory, not a fraction of the card's.
+    return AllocationUnit{*fraction,
+                          (*model.FindMigProfile(allocation.mig_profile))->usable_memory_bytes};
+  }
+  return AllocationUnit{*fraction, model.memory_bytes * *fraction};
 }
 
 }  // namespace gpuvpa

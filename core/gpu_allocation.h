@@ -39,6 +39,11 @@ struct AllocationUnit {
   double vram_capacity_bytes = 0;  // device memory it may use
 };
 
+// The share of a physical GPU one unit denies to others: 1 for a whole GPU, the binding slice
+// fraction for a MIG instance, 1/replicas for a shared replica, milli/1000 for a fractional
+// claim. `model` is needed (and must know the profile) only for MIG.
+Result<double> DeviceFraction(const GpuAllocation& allocation, const GpuModel* model);
+
 // MIG profiles must exist for the model (error names the profile); other kinds always resolve.
 Result<AllocationUnit> ResolveAllocationUnit(const GpuAllocation& allocation,
                                              const GpuModel& model);

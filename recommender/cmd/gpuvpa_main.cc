@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "core/openb_import.h"
+#include "core/showback.h"
 #include "recommender/cmd/commands.h"
 
 namespace {
@@ -11,7 +13,9 @@ constexpr const char* kUsage =
     "usage: gpuvpa COMMAND [flags]\n"
     "commands:\n"
     "  recommend   replay a trace and print per-workload GPU recommendations\n"
-    "  demo-trace  write the deterministic demo fleet trace\n";
+    "  demo-trace  write the deterministic demo fleet trace\n"
+    "  showback    per cost center (or GPU model) costs, idle tax and savings from the ledger\n"
+    "  import-openb  load the Alibaba openb pod/node trace into the ledger as allocated usage\n";
 
 }  // namespace
 
@@ -26,6 +30,8 @@ int main(int argc, char** argv) {
     return gpuvpa::recommender::RunRecommendCommand(args, std::cout, std::cerr);
   if (command == "demo-trace")
     return gpuvpa::recommender::RunDemoTraceCommand(args, std::cout, std::cerr);
+  if (command == "showback") return gpuvpa::RunShowbackCommand(args, std::cout, std::cerr);
+  if (command == "import-openb") return gpuvpa::RunImportOpenbCommand(args, std::cout, std::cerr);
   if (command == "help" || command == "--help" || command == "-h") {
     std::cout << kUsage;
     return 0;

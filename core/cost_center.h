@@ -1,0 +1,28 @@
+// Cost-center resolution: who pays for a workload's GPUs.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace gpuvpa {
+
+// Every cost lands somewhere: what no rule claims is charged here, never dropped.
+inline constexpr std::string_view kUnallocatedCostCenter = "unallocated";
+
+struct CostCenterRules {
+  std::string namespace_label_key = "cost-center";
+  std::string workload_annotation_key = "gpuvpa.io/cost-center";
+  // For sources that carry no labels (traces): namespace -> cost center.
+  std::map<std::string, std::string, std::less<>> namespace_cost_centers;
+};
+
+using StringMap = std::map<std::string, std::string, std::less<>>;
+
+// The workload's annotation wins, then the namespace's label, then the configured namespace
+// mapping, else "unallocated". Empty values count as absent.
+std::string ResolveCostCenter(const CostCenterRules& rules, std::string_view namespace_name,
+                              const StringMap& namespace_labels = {},
+                              const StringMap& workload_annotations = {});
+
+}  // namespace gpuvpa

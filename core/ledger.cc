@@ -1,0 +1,331 @@
+// SQLite-backed ledger.
+#include "core/ledger.h"
+
+#include <sqlite3.h>
+
+#include <array>
+
+namespace gpuvpa {
+namespace {
+
+constexpr std::array<std::string_view, 7> kKindNames = {
+    "recommendation", "applied_change", "rollback",       "activation",
+    "deactivation",   "metered_period", "allocated_usage"};
+constexpr std::array<std::string_view, 4> kStatusNames = {"proposed", "applied", "rolled_back",
+                                                          "failed"};
+
+// Each entry moves the schema from version i to i + 1. Never edit one that has shipped: add.
+constexpr std::array<const char*, 1> kMigrations = {
+    R"sql(
+CREATE TABLE actions (
+  seq INTEGER PRIMARY KEY,
+  action_id TEXT NOT NULL UNIQUE CHECK (action_id <> ''),
+  time_s INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('recommendation', 'applied_change', 'rollback', 'activation',
+                                     'deactivation', 'metered_period', 'allocated_usage')),
+  status TEXT NOT NULL CHECK (status IN ('proposed', 'applied', 'rolled_back', 'failed')),
+  namespace TEXT NOT NULL,
+  workload TEXT NOT NULL,
+  cost_center TEXT NOT NULL CHECK (cost_center <> ''),
+  gpu_model TEXT NOT NULL,
+  before TEXT NOT NULL,
+  after TEXT NOT NULL,
+  monthly_before_micro_usd INTEGER NOT NULL,
+  monthly_after_micro_usd INTEGER NOT NULL,
+  period_start_s INTEGER NOT NULL,
+  period_end_s INTEGER NOT NULL,
+  allocated_milli_gpu_s INTEGER NOT NULL,
+  allocated_micro_usd INTEGER NOT NULL,
+  usage_measured INTEGER NOT NULL CHECK (usage_measured IN (0, 1)),
+  used_vram_micro_usd INTEGER NOT NULL,
+  used_sm_micro_usd INTEGER NOT NULL,
+  metered_milli_gpu_s INTEGER NOT NULL,
+  metered_micro_usd INTEGER NOT NULL,
+  reserved_micro_usd INTEGER NOT NULL,
+  evidence TEXT NOT NULL
+);
+CREATE INDEX actions_by_time ON actions (time_s);
+CREATE INDEX actions_by_workload ON actions (namespace, workload, time_s);
+CREATE TRIGGER actions_append_only_update BEFORE UPDATE ON actions
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+CREATE TRIGGER actions_append_only_delete BEFORE DELETE ON actions
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+)sql",
+};
+
+// Owns a prepared statement.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() const { return stmt_; }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Bind(int i, std::string_view v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+std::string ColumnText(sqlite3_stmt* s, int i) {
+  const unsigned char* t = sqlite3_column_text(s, i);
+  return t == nullptr ? "" : reinterpret_cast<const char*>(t);
+}
+
+Status Validate(const LedgerAction& a) {
+  auto missing = [&](const char* field) {
+    return InvalidArgumentError("ledger action \"" + a.action_id + "\": " + field + " is empty");
+  };
+  if (a.action_id.empty()) return InvalidArgumentError("ledger action: action_id is empty");
+  if (a.namespace_name.empty()) return missing("namespace");
+  if (a.workload.empty()) return missing("workload");
+  if (a.cost_center.empty()) return missing("cost_center (use \"unallocated\")");
+  return OkStatus();
+}
+
+const char* GroupColumn(ShowbackGroup g) {
+  return g == ShowbackGroup::kGpuModel ? "gpu_model" : "cost_center";
+}
+
+}  // namespace
+
+std::string_view ActionKindName(ActionKind kind) { return kKindNames[static_cast<size_t>(kind)]; }
+std::string_view ActionStatusName(ActionStatus status) {
+  return kStatusNames[static_cast<size_t>(status)];
+}
+
+Result<ActionKind> ParseActionKind(std::string_view text) {
+  for (size_t i = 0; i < kKindNames.size(); ++i)
+    if (kKindNames[i] == text) return static_cast<ActionKind>(i);
+  return InvalidArgumentError("unknown ledger action kind \"" + std::string(text) + "\"");
+}
+
+Result<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  std::unique_ptr<Ledger> ledger(new Ledger(db, path));
+  if (rc != SQLITE_OK) return ledger->Error("open");
+  sqlite3_busy_timeout(db, 5000);
+  // WAL + FULL: a committed transaction survives a crash or power loss.
+  for (const char* pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
+    if (Status s = ledger->Exec(pragma); !s.ok()) return s;
+  }
+  if (Status s = ledger->Migrate(); !s.ok()) return s;
+  return ledger;
+}
+
+Ledger::~Ledger() { sqlite3_close_v2(db_); }
+
+Status Ledger::Error(const std::string& what) const {
+  return InternalError("ledger " + path_ + ": " + what + ": " +
+                       (db_ ? sqlite3_errmsg(db_) : "out of memory"));
+}
+
+Status Ledger::Exec(const char* sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return InternalError("ledger " + path_ + ": " + msg);
+  }
+  return OkStatus();
+}
+
+Status Ledger::Migrate() {
+  Statement version(db_, "PRAGMA user_version");
+  if (!version.ok() || sqlite3_step(version.get()) != SQLITE_ROW)
+    return Error("read schema version");
+  schema_version_ = sqlite3_column_int(version.get(), 0);
+  if (schema_version_ > kSchemaVersion)
+    return FailedPreconditionError("ledger " + path_ + " has schema version " +
+                                   std::to_string(schema_version_) + ", newer than this build's " +
+                                   std::to_string(kSchemaVersion));
+  while (schema_version_ < kSchemaVersion) {
+    // Each step and its version bump commit together.
+    if (Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+    const std::string bump = "PRAGMA user_version=" + std::to_string(schema_version_ + 1);
+    Status s = Exec(kMigrations[static_cast<size_t>(schema_version_)]);
+    if (s.ok()) s = Exec(bump.c_str());
+    if (s.ok()) s = Exec("COMMIT");
+    if (!s.ok()) {
+      (void)Exec("ROLLBACK");
+      return Status(s.code(), "migrating to schema version " + std::to_string(schema_version_ + 1) +
+                                  ": " + s.message());
+    }
+    ++schema_version_;
+  }
+  return OkStatus();
+}
+
+Result<size_t> Ledger::Append(std::span<const LedgerAction> actions) {
+  for (const LedgerAction& a : actions) {
+    if (Status s = Validate(a); !s.ok()) return s;
+  }
+  if (Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  Statement insert(
+      db_,
+      "INSERT INTO actions (action_id, time_s, kind, status, namespace, workload, cost_center, "
+      "gpu_model, before, after, monthly_before_micro_usd, monthly_after_micro_usd, "
+      "period_start_s, "
+      "period_end_s, allocated_milli_gpu_s, allocated_micro_usd, used_vram_micro_usd, "
+      "used_sm_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd, evidence, "
+      "usage_measured) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+      "?19, "
+      "?20, ?21, ?22, ?23) ON CONFLICT (action_id) DO NOTHING");
+  if (!insert.ok()) {
+    Status s = Error("prepare insert");
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  size_t inserted = 0;
+  for (const LedgerAction& a : actions) {
+    insert.Bind(1, a.action_id);
+    insert.Bind(2, a.time_s);
+    insert.Bind(3, ActionKindName(a.kind));
+    insert.Bind(4, ActionStatusName(a.status));
+    insert.Bind(5, a.namespace_name);
+    insert.Bind(6, a.workload);
+    insert.Bind(7, a.cost_center);
+    insert.Bind(8, a.gpu_model);
+    insert.Bind(9, a.before);
+    insert.Bind(10, a.after);
+    insert.Bind(11, a.monthly_before);
+    insert.Bind(12, a.monthly_after);
+    insert.Bind(13, a.period_start_s);
+    insert.Bind(14, a.period_end_s);
+    insert.Bind(15, a.allocated_gpu_time);
+    insert.Bind(16, a.allocated);
+    insert.Bind(17, a.used_vram);
+    insert.Bind(18, a.used_sm);
+    insert.Bind(19, a.metered_gpu_time);
+    insert.Bind(20, a.metered);
+    insert.Bind(21, a.reserved);
+    insert.Bind(22, a.evidence_json);
+    insert.Bind(23, int64_t{a.usage_measured ? 1 : 0});
+    if (sqlite3_step(insert.get()) != SQLITE_DONE) {
+      Status s = Error("append action \"" + a.action_id + "\"");
+      (void)Exec("ROLLBACK");
+      return s;
+    }
+    inserted += static_cast<size_t>(sqlite3_changes(db_));
+    sqlite3_reset(insert.get());
+  }
+  if (Status s = Exec("COMMIT"); !s.ok()) {
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  return inserted;
+}
+
+Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
+  const int64_t from = query.from_s.value_or(INT64_MIN);
+  const int64_t to = query.to_s.value_or(INT64_MAX);
+  const std::string group = GroupColumn(query.group_by);
+  // Sums per group (or, with an empty group expression, over everything).
+  auto sums_sql = [&](const std::string& key) {
+    return "SELECT " + key +
+           ", SUM(allocated_milli_gpu_s), SUM(allocated_micro_usd), SUM(used_vram_micro_usd), "
+           "SUM(used_sm_micro_usd), "
+           "SUM(CASE WHEN usage_measured = 1 THEN allocated_micro_usd - used_vram_micro_usd ELSE 0 "
+           "END), "
+           "SUM(CASE WHEN usage_measured = 1 THEN allocated_micro_usd - used_sm_micro_usd ELSE 0 "
+           "END), "
+           "SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback') "
+           "THEN monthly_before_micro_usd - monthly_after_micro_usd ELSE 0 END), "
+           "SUM(metered_milli_gpu_s), SUM(metered_micro_usd), SUM(reserved_micro_usd) "
+           "FROM actions WHERE time_s >= ?1 AND time_s < ?2" +
+           (key == "''" ? std::string() : " GROUP BY " + key + " ORDER BY " + key);
+  };
+  // Savings still proposed: the latest recommendation of each workload, if still proposed.
+  auto proposed_sql = [&](const std::string& key) {
+    return "SELECT " + key +
+           ", SUM(monthly_before_micro_usd - monthly_after_micro_usd) FROM ("
+           "SELECT " +
+           group +
+           ", status, monthly_before_micro_usd, monthly_after_micro_usd, ROW_NUMBER() OVER ("
+           "PARTITION BY namespace, workload ORDER BY time_s DESC, seq DESC) AS latest "
+           "FROM actions WHERE kind = 'recommendation' AND time_s >= ?1 AND time_s < ?2) "
+           "WHERE latest = 1 AND status = 'proposed'" +
+           (key == "''" ? std::string() : " GROUP BY " + key);
+  };
+  auto run = [&](const std::string& sql, auto&& on_row) -> Status {
+    Statement s(db_, sql.c_str());
+    if (!s.ok()) return Error("prepare showback");
+    s.Bind(1, from);
+    s.Bind(2, to);
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) on_row(s.get());
+    return rc == SQLITE_DONE ? OkStatus() : Error("showback query");
+  };
+  auto read_sums = [](sqlite3_stmt* st, ShowbackRow& r) {
+    r.allocated_gpu_time = sqlite3_column_int64(st, 1);
+    r.allocated = sqlite3_column_int64(st, 2);
+    r.used_vram = sqlite3_column_int64(st, 3);
+    r.used_sm = sqlite3_column_int64(st, 4);
+    r.idle_tax_vram = sqlite3_column_int64(st, 5);
+    r.idle_tax_sm = sqlite3_column_int64(st, 6);
+    r.savings_realised_monthly = sqlite3_column_int64(st, 7);
+    r.metered_gpu_time = sqlite3_column_int64(st, 8);
+    r.metered = sqlite3_column_int64(st, 9);
+    r.reserved = sqlite3_column_int64(st, 10);
+  };
+
+  Showback out;
+  out.total.group = "TOTAL";
+  Status s = run(sums_sql(group), [&](sqlite3_stmt* st) {
+    ShowbackRow r;
+    r.group = ColumnText(st, 0);
+    read_sums(st, r);
+    out.groups.push_back(std::move(r));
+  });
+  if (s.ok()) s = run(sums_sql("''"), [&](sqlite3_stmt* st) { read_sums(st, out.total); });
+  if (s.ok())
+    s = run(proposed_sql(group), [&](sqlite3_stmt* st) {
+      const std::string g = ColumnText(st, 0);
+      for (ShowbackRow& r : out.groups)
+        if (r.group == g) r.savings_proposed_monthly = sqlite3_column_int64(st, 1);
+    });
+  if (s.ok())
+    s = run(proposed_sql("''"), [&](sqlite3_stmt* st) {
+      out.total.savings_proposed_monthly = sqlite3_column_int64(st, 1);
+    });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<int64_t> Ledger::CountRows() const {
+  Statement s(db_, "SELECT COUNT(*) FROM actions");
+  if (!s.ok() || sqlite3_step(s.get()) != SQLITE_ROW) return Error("count rows");
+  return sqlite3_column_int64(s.get(), 0);
+}
+
+Result<bool> Ledger::Contains(std::string_view action_id) const {
+  Statement s(db_, "SELECT 1 FROM actions WHERE action_id = ?1");
+  if (!s.ok()) return Error("prepare lookup");
+  s.Bind(1, action_id);
+  const int rc = sqlite3_step(s.get());
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("lookup");
+  return rc == SQLITE_ROW;
+}
+
+Result<std::string> Ledger::IntegrityCheck() const {
+  Statement s(db_, "PRAGMA integrity_check");
+  if (!s.ok()) return Error("prepare integrity_check");
+  std::string out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW)
+    out += (out.empty() ? "" : "; ") + ColumnText(s.get(), 0);
+  return out;
+}
+
+}  // namespace gpuvpa

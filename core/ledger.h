@@ -1,0 +1,126 @@
+// The chargeback ledger: an append-only, durable record of every priced action, in SQLite (WAL
+// mode, synchronous=FULL: a row is on disk when Append returns). One row per action; the action
+// id is unique, so appending the same action twice records it once. Rows are never updated or
+// deleted (triggers refuse it); a status change is a new action.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/money.h"
+#include "core/status.h"
+
+struct sqlite3;
+
+namespace gpuvpa {
+
+enum class ActionKind {
+  kRecommendation,  // a proposed change (showback: savings proposed)
+  kAppliedChange,   // a change made (savings realised)
+  kRollback,        // a change undone (before/after reversed)
+  kActivation,      // scale 0 -> N
+  kDeactivation,    // scale N -> 0
+  kMeteredPeriod,   // active replica time of a scaler-driven workload (chargeback)
+  kAllocatedUsage,  // allocated and used GPU time over a period (showback)
+};
+enum class ActionStatus { kProposed, kApplied, kRolledBack, kFailed };
+
+std::string_view ActionKindName(ActionKind kind);
+std::string_view ActionStatusName(ActionStatus status);
+Result<ActionKind> ParseActionKind(std::string_view text);
+
+struct LedgerAction {
+  std::string action_id;
+  int64_t time_s = 0;
+  ActionKind kind = ActionKind::kRecommendation;
+  ActionStatus status = ActionStatus::kProposed;
+  std::string namespace_name;
+  std::string workload;
+  std::string cost_center;
+  std::string gpu_model;
+  std::string before;  // e.g. "nvidia.com/gpu=1"
+  std::string after;   // e.g. "nvidia.com/mig-3g.40gb=1"
+  MicroUsd monthly_before = 0;
+  MicroUsd monthly_after = 0;
+  int64_t period_start_s = 0;
+  int64_t period_end_s = 0;
+  MilliGpuSeconds allocated_gpu_time = 0;
+  MicroUsd allocated = 0;
+  // False when the source knows the allocation but not the usage (e.g. an allocation-only
+  // trace): such rows add to allocated cost but not to used cost or idle tax.
+  bool usage_measured = true;
+  MicroUsd used_vram = 0;  // billable basis
+  MicroUsd used_sm = 0;    // advisory
+  MilliGpuSeconds metered_gpu_time = 0;
+  MicroUsd metered = 0;
+  MicroUsd reserved = 0;  // what the reservation metering replaces would have cost
+  std::string evidence_json = "{}";
+};
+
+enum class ShowbackGroup { kCostCenter, kGpuModel };
+
+struct ShowbackQuery {
+  std::optional<int64_t> from_s;  // inclusive
+  std::optional<int64_t> to_s;    // exclusive
+  ShowbackGroup group_by = ShowbackGroup::kCostCenter;
+};
+
+struct ShowbackRow {
+  std::string group;
+  MilliGpuSeconds allocated_gpu_time = 0;
+  MicroUsd allocated = 0;
+  MicroUsd used_vram = 0;
+  MicroUsd used_sm = 0;
+  MicroUsd idle_tax_vram = 0;  // allocated - used, over rows whose usage was measured
+  MicroUsd idle_tax_sm = 0;
+  MicroUsd savings_realised_monthly = 0;  // applied changes net of rollbacks
+  MicroUsd savings_proposed_monthly = 0;  // latest open recommendation per workload
+  MilliGpuSeconds metered_gpu_time = 0;
+  MicroUsd metered = 0;
+  MicroUsd reserved = 0;
+};
+
+struct Showback {
+  std::vector<ShowbackRow> groups;
+  ShowbackRow total;  // computed by its own query over the same rows, not by adding groups
+};
+
+class Ledger {
+ public:
+  // Current schema version; opening a newer ledger is refused, an older one is migrated.
+  static constexpr int kSchemaVersion = 1;
+
+  static Result<std::unique_ptr<Ledger>> Open(const std::string& path);
+  ~Ledger();
+  Ledger(const Ledger&) = delete;
+  Ledger& operator=(const Ledger&) = delete;
+
+  // Appends in one transaction: all rows or none. Returns how many were new (ids already in the
+  // ledger are skipped). Invalid rows (empty id or names) are refused naming the field.
+  Result<size_t> Append(std::span<const LedgerAction> actions);
+  Result<size_t> Append(const LedgerAction& action) { return Append(std::span(&action, 1)); }
+
+  Result<Showback> QueryShowback(const ShowbackQuery& query) const;
+  Result<int64_t> CountRows() const;
+  Result<bool> Contains(std::string_view action_id) const;
+  // PRAGMA integrity_check: "ok" or what is broken.
+  Result<std::string> IntegrityCheck() const;
+  int schema_version() const { return schema_version_; }
+
+ private:
+  Ledger(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Status Exec(const char* sql) const;
+  Status Migrate();
+  Status Error(const std::string& what) const;
+
+  sqlite3* db_;
+  std::string path_;
+  int schema_version_ = 0;
+};
+
+}  // namespace gpuvpa
