@@ -85,18 +85,19 @@ Result<double> BlendedPrice(const SimpleCsv& nodes, const GpuvpaConfig& config) 
                                   std::string(nodes.rows()[i][*gpu_col]) + "\" is not a GPU count");
     gpus_by_model[std::string(nodes.rows()[i][*model_col])] += gpus;
   }
-  double weighted = 0;
+  // Integer micro-dollars per GPU-hour, so the blend does not depend on summation order.
+  MicroUsd weighted = 0;
   int64_t total = 0;
   for (const auto& [model, gpus] : gpus_by_model) {
     if (gpus == 0) continue;
     Result<double> price = config.prices.GpuHourPrice(model, config.region);
     if (!price.ok())
       return Status(price.status().code(), "node inventory: " + price.status().message());
-    weighted += static_cast<double>(gpus) * *price;
+    weighted += gpus * UsdToMicro(*price);
     total += gpus;
   }
   if (total == 0) return InvalidArgumentError("node list holds no GPUs");
-  return weighted / static_cast<double>(total);
+  return static_cast<double>(weighted) / static_cast<double>(total) / 1e6;
 }
 
 }  // namespace

@@ -5,8 +5,9 @@
 // - GPU time = num_gpu x gpu_milli milli-GPU x (deletion_time - scheduled_time) seconds: a
 //   fractional claim counts by its fraction. Pods never scheduled hold nothing and are skipped.
 // - GPU model = gpu_spec when the pod names one, else "unspecified", priced at the inventory's
-//   blended rate: sum over nodes of GPUs x price(model) / sum of GPUs. Every model in the node
-//   list must have a price (the trace's in-house "G2"/"G3" need one from the config).
+//   blended rate: sum over nodes of GPUs x price(model) in micro-dollars / sum of GPUs. Every
+//   model in the node list must have a price (the trace's in-house "G2"/"G3" need one from the
+//   config).
 // - The trace has no namespaces: the pod's QoS class stands in ("openb-ls", "openb-be", ...),
 //   mapped to cost centers by the config's cost_centers.namespaces; unmapped is "unallocated".
 // - The trace has no usage, so rows are marked usage-unmeasured (no used cost, no idle tax).

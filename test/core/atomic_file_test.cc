@@ -5,20 +5,15 @@
 
 #include <filesystem>
 
+#include "test/support/temp_dir.h"
+
 namespace gpuvpa {
 namespace {
 
 class AtomicFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gpuvpa-atomic-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
+  testing::ScopedTempDir tmp_;
+  const std::filesystem::path& dir_ = tmp_.dir();
 };
 
 TEST_F(AtomicFileTest, ReplacesContentsAndLeavesNoTemporaryFile) {

@@ -2,9 +2,6 @@
 #include "test/recommender/test_util.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <atomic>
 
 #include "core/gpu_allocation.h"
 #include "core/gpu_catalog.h"
@@ -30,19 +27,6 @@ uint32_t TrackTestWorkload(FleetStore& store, const std::string& name, const std
   const GpuModel& model = **GpuCatalog::BuiltIn().FindModel(gpu_model);
   const AllocationUnit unit = *ResolveAllocationUnit(*ParseGpuAllocation(allocation), model);
   return store.Track(TestIdentity(name, gpu_model, allocation), unit);
-}
-
-ScopedTempDir::ScopedTempDir() {
-  static std::atomic<int> counter{0};
-  dir_ = std::filesystem::temp_directory_path() /
-         ("gpuvpa-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  std::filesystem::remove_all(dir_);
-  std::filesystem::create_directories(dir_);
-}
-
-ScopedTempDir::~ScopedTempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
 }
 
 std::string RecommendationFingerprint(const FleetStore& store) {

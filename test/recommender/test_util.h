@@ -1,11 +1,11 @@
 // Helpers shared by the recommender tests.
 #pragma once
 
-#include <filesystem>
 #include <string>
 
 #include "proto/gpuvpa.pb.h"
 #include "recommender/model/fleet_store.h"
+#include "test/support/temp_dir.h"
 
 namespace gpuvpa::recommender::testing {
 
@@ -22,18 +22,7 @@ uint32_t TrackTestWorkload(FleetStore& store, const std::string& name,
                            const std::string& gpu_model = "A100-80GB",
                            const std::string& allocation = "nvidia.com/gpu=1");
 
-// A fresh directory removed again when the object goes.
-class ScopedTempDir {
- public:
-  ScopedTempDir();
-  ~ScopedTempDir();
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-
- private:
-  std::filesystem::path dir_;
-};
+using gpuvpa::testing::ScopedTempDir;
 
 // Serialised recommendations of every workload in the store, for exact comparison.
 std::string RecommendationFingerprint(const FleetStore& store);

@@ -1,0 +1,205 @@
+// Ledger: durable append-only rows, idempotence, schema versions, showback figures.
+#include "core/ledger.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "core/showback.h"
+#include "test/support/temp_dir.h"
+
+namespace gpuvpa {
+namespace {
+
+LedgerAction Action(const std::string& id, ActionKind kind, ActionStatus status,
+                    const std::string& workload, const std::string& cost_center,
+                    int64_t time_s = 1000) {
+  LedgerAction a;
+  a.action_id = id;
+  a.time_s = time_s;
+  a.kind = kind;
+  a.status = status;
+  a.namespace_name = "ns";
+  a.workload = workload;
+  a.cost_center = cost_center;
+  a.gpu_model = "H100-80GB";
+  return a;
+}
+
+class LedgerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<std::unique_ptr<Ledger>> l = Ledger::Open(Path());
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    ledger_ = std::move(l).value();
+  }
+  std::string Path() const { return tmp_.Path("ledger.db"); }
+  // Runs SQL on the file behind the ledger's back; returns SQLite's error text or "".
+  std::string RawExec(const std::string& sql) {
+    sqlite3* db = nullptr;
+    sqlite3_open(Path().c_str(), &db);
+    char* err = nullptr;
+    sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    std::string out = err ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    return out;
+  }
+  testing::ScopedTempDir tmp_;
+  std::unique_ptr<Ledger> ledger_;
+};
+
+TEST_F(LedgerTest, AppendIsIdempotentOnActionId) {
+  LedgerAction a =
+      Action("a-1", ActionKind::kRecommendation, ActionStatus::kProposed, "web", "search");
+  EXPECT_EQ(*ledger_->Append(a), 1u);
+  EXPECT_EQ(*ledger_->Append(a), 0u);
+  std::vector<LedgerAction> batch = {
+      a, Action("a-2", ActionKind::kAppliedChange, ActionStatus::kApplied, "web", "search")};
+  EXPECT_EQ(*ledger_->Append(batch), 1u);
+  EXPECT_EQ(*ledger_->CountRows(), 2);
+  EXPECT_TRUE(*ledger_->Contains("a-2"));
+  EXPECT_FALSE(*ledger_->Contains("a-3"));
+}
+
+TEST_F(LedgerTest, RowsSurviveReopeningAndCannotBeChangedOrDeleted) {
+  ASSERT_TRUE(
+      ledger_->Append(Action("a-1", ActionKind::kActivation, ActionStatus::kApplied, "w", "cc"))
+          .ok());
+  ledger_.reset();
+  EXPECT_NE(RawExec("UPDATE actions SET cost_center = 'x'").find("append-only"), std::string::npos);
+  EXPECT_NE(RawExec("DELETE FROM actions").find("append-only"), std::string::npos);
+  Result<std::unique_ptr<Ledger>> reopened = Ledger::Open(Path());
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(*(*reopened)->CountRows(), 1);
+  EXPECT_EQ(*(*reopened)->IntegrityCheck(), "ok");
+  EXPECT_EQ((*reopened)->schema_version(), Ledger::kSchemaVersion);
+}
+
+TEST_F(LedgerTest, InvalidRowsAreRefusedNamingTheFieldAndNothingOfTheBatchIsWritten) {
+  LedgerAction good = Action("ok-1", ActionKind::kActivation, ActionStatus::kApplied, "w", "cc");
+  LedgerAction bad = Action("bad-1", ActionKind::kActivation, ActionStatus::kApplied, "w", "");
+  std::vector<LedgerAction> batch = {good, bad};
+  Result<size_t> r = ledger_->Append(batch);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cost_center"), std::string::npos);
+  EXPECT_EQ(*ledger_->CountRows(), 0);
+}
+
+TEST_F(LedgerTest, ANewerSchemaIsRefused) {
+  ledger_.reset();
+  RawExec("PRAGMA user_version = 99");
+  Result<std::unique_ptr<Ledger>> l = Ledger::Open(Path());
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(l.status().message().find("99"), std::string::npos);
+}
+
+TEST_F(LedgerTest, WorkedExampleThroughTheLedgerAndShowback) {
+  // A scaler-driven workload busy 2 h a day for 30 days at $2.64/GPU-h, against the 730 h
+  // reservation it replaces.
+  LedgerAction m =
+      Action("m-1", ActionKind::kMeteredPeriod, ActionStatus::kApplied, "agent", "ai-agents");
+  m.metered_gpu_time = GpuHoursToMilliGpuSeconds(60);
+  m.metered = PriceGpuTime(m.metered_gpu_time, 2.64);
+  m.reserved = PriceGpuTime(GpuHoursToMilliGpuSeconds(kHoursPerMonth), 2.64);
+  ASSERT_TRUE(ledger_->Append(m).ok());
+  Result<Showback> s = ledger_->QueryShowback({});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->groups.size(), 1u);
+  EXPECT_EQ(s->groups[0].metered, UsdToMicro(158.40));
+  EXPECT_EQ(s->groups[0].reserved, UsdToMicro(1927.20));
+  const std::string table = FormatShowback(*s, ShowbackGroup::kCostCenter, ReportFormat::kTable);
+  EXPECT_NE(table.find("$158.40"), std::string::npos) << table;
+  EXPECT_NE(table.find("$1,927.20"), std::string::npos) << table;
+  EXPECT_NE(table.find("chargeback"), std::string::npos);
+}
+
+TEST_F(LedgerTest, ShowbackTotalsAllocationIdleTaxAndSavingsPerCostCenter) {
+  std::vector<LedgerAction> rows;
+  LedgerAction usage =
+      Action("u-1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "train", "research");
+  usage.allocated = UsdToMicro(100);
+  usage.used_vram = UsdToMicro(30);
+  usage.used_sm = UsdToMicro(10);
+  rows.push_back(usage);
+  LedgerAction unmeasured =
+      Action("u-2", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "old", "research");
+  unmeasured.allocated = UsdToMicro(50);
+  unmeasured.usage_measured = false;
+  rows.push_back(unmeasured);
+  // Two recommendations for one workload: only the latest counts as proposed.
+  LedgerAction r1 =
+      Action("r-1", ActionKind::kRecommendation, ActionStatus::kProposed, "web", "search", 10);
+  r1.monthly_before = UsdToMicro(1000);
+  r1.monthly_after = UsdToMicro(500);
+  LedgerAction r2 = r1;
+  r2.action_id = "r-2";
+  r2.time_s = 20;
+  r2.monthly_after = UsdToMicro(400);
+  rows.push_back(r1);
+  rows.push_back(r2);
+  // An applied change and its rollback cancel out; a second applied change stands.
+  LedgerAction applied =
+      Action("c-1", ActionKind::kAppliedChange, ActionStatus::kApplied, "api", "search", 30);
+  applied.monthly_before = UsdToMicro(800);
+  applied.monthly_after = UsdToMicro(200);
+  LedgerAction rollback =
+      Action("c-2", ActionKind::kRollback, ActionStatus::kApplied, "api", "search", 40);
+  rollback.monthly_before = UsdToMicro(200);
+  rollback.monthly_after = UsdToMicro(800);
+  LedgerAction applied2 =
+      Action("c-3", ActionKind::kAppliedChange, ActionStatus::kApplied, "db", "search", 50);
+  applied2.monthly_before = UsdToMicro(300);
+  applied2.monthly_after = UsdToMicro(100);
+  LedgerAction failed =
+      Action("c-4", ActionKind::kAppliedChange, ActionStatus::kFailed, "db", "search", 60);
+  failed.monthly_before = UsdToMicro(999);
+  for (const auto& a : {applied, rollback, applied2, failed}) rows.push_back(a);
+  ASSERT_TRUE(ledger_->Append(rows).ok());
+
+  Result<Showback> s = ledger_->QueryShowback({});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->groups.size(), 2u);
+  const ShowbackRow& research = s->groups[0];
+  const ShowbackRow& search = s->groups[1];
+  EXPECT_EQ(research.group, "research");
+  EXPECT_EQ(research.allocated, UsdToMicro(150));
+  EXPECT_EQ(research.idle_tax_vram, UsdToMicro(70)) << "unmeasured rows add no idle tax";
+  EXPECT_EQ(research.idle_tax_sm, UsdToMicro(90));
+  EXPECT_EQ(search.savings_proposed_monthly, UsdToMicro(600));
+  EXPECT_EQ(search.savings_realised_monthly, UsdToMicro(200));
+  EXPECT_EQ(s->total.allocated, research.allocated + search.allocated);
+  EXPECT_EQ(s->total.savings_proposed_monthly, UsdToMicro(600));
+
+  // A time window keeps only the rows inside it.
+  ShowbackQuery window;
+  window.from_s = 15;
+  window.to_s = 45;
+  Result<Showback> w = ledger_->QueryShowback(window);
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(w->groups.size(), 1u);
+  EXPECT_EQ(w->groups[0].savings_proposed_monthly, UsdToMicro(600));
+  EXPECT_EQ(w->groups[0].savings_realised_monthly, 0)
+      << "change and rollback both inside the window";
+}
+
+TEST_F(LedgerTest, ShowbackFormatsAsCsvJsonAndMarkdown) {
+  LedgerAction usage =
+      Action("u-1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "train", "research");
+  usage.allocated_gpu_time = GpuHoursToMilliGpuSeconds(10);
+  usage.allocated = UsdToMicro(12.5);
+  ASSERT_TRUE(ledger_->Append(usage).ok());
+  const Showback s = *ledger_->QueryShowback({});
+  const std::string csv = FormatShowback(s, ShowbackGroup::kCostCenter, ReportFormat::kCsv);
+  EXPECT_EQ(csv.substr(0, csv.find(',')), "cost_center");
+  EXPECT_NE(csv.find("research,10.000,12.500000"), std::string::npos) << csv;
+  EXPECT_NE(FormatShowback(s, ShowbackGroup::kCostCenter, ReportFormat::kJson)
+                .find("\"allocated_usd\": 12.5"),
+            std::string::npos);
+  EXPECT_NE(
+      FormatShowback(s, ShowbackGroup::kGpuModel, ReportFormat::kMarkdown).find("| H100-80GB"),
+      std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuvpa
