@@ -87,7 +87,7 @@ struct ShowbackRow {
 
 struct Showback {
   std::vector<ShowbackRow> groups;
-  ShowbackRow total;  // computed by its own query over the same rows, not by adding groups
+  ShowbackRow total;  // the sum of the groups (integer sums: exact)
 };
 
 class Ledger {
