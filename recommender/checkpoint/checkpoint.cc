@@ -102,6 +102,10 @@ void SaveWorkload(const FleetStore& store, uint32_t row, v1::WorkloadCheckpoint*
   out->set_allocated_gpu_seconds(st.allocated_gpu_seconds);
   out->set_used_vram_gpu_seconds(st.used_vram_gpu_seconds);
   out->set_used_sm_gpu_seconds(st.used_sm_gpu_seconds);
+  out->set_charged_through_s(st.charged_through_s);
+  out->set_charged_allocated_gpu_seconds(st.charged_allocated_gpu_seconds);
+  out->set_charged_used_vram_gpu_seconds(st.charged_used_vram_gpu_seconds);
+  out->set_charged_used_sm_gpu_seconds(st.charged_used_sm_gpu_seconds);
 }
 
 Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
@@ -142,6 +146,10 @@ Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
   st.allocated_gpu_seconds = in.allocated_gpu_seconds();
   st.used_vram_gpu_seconds = in.used_vram_gpu_seconds();
   st.used_sm_gpu_seconds = in.used_sm_gpu_seconds();
+  st.charged_through_s = in.charged_through_s();
+  st.charged_allocated_gpu_seconds = in.charged_allocated_gpu_seconds();
+  st.charged_used_vram_gpu_seconds = in.charged_used_vram_gpu_seconds();
+  st.charged_used_sm_gpu_seconds = in.charged_used_sm_gpu_seconds();
   return OkStatus();
 }
 

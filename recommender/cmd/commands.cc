@@ -1,12 +1,14 @@
 // CLI command wiring: flags -> store, replayer, recommender, checkpoint -> output.
 #include "recommender/cmd/commands.h"
 
+#include "core/config.h"
 #include "core/flags.h"
 #include "core/gpu_catalog.h"
 #include "recommender/checkpoint/checkpoint.h"
 #include "recommender/input/demo_fleet.h"
 #include "recommender/input/trace_csv.h"
 #include "recommender/logic/recommender.h"
+#include "recommender/logic/usage_charges.h"
 #include "recommender/output/recommendation_format.h"
 
 namespace gpuvpa::recommender {
@@ -22,6 +24,8 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   std::string trace_path;
   std::string checkpoint_path;
   std::string format_text = "table";
+  std::string ledger_path;
+  std::string config_path;
   FleetStoreOptions store_options;
   RecommenderOptions recommender_options;
   double min_history_hours = recommender_options.min_history_s / 3600;
@@ -29,6 +33,8 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   flags.AddString("trace", &trace_path, "trace CSV to replay (required)");
   flags.AddString("checkpoint", &checkpoint_path, "checkpoint file to restore from and save to");
   flags.AddString("format", &format_text, "table or json (default table)");
+  flags.AddString("ledger", &ledger_path, "charge usage since the last run to this ledger");
+  flags.AddString("config", &config_path, "gpuvpa config (prices, cost centers)");
   flags.AddDouble("min-history-hours", &min_history_hours,
                   "history needed before recommending (default 24)");
   flags.AddDouble("sample-period-seconds", &store_options.sample_period_s,
@@ -51,6 +57,11 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
     return kExitUsage;
   }
   recommender_options.min_history_s = min_history_hours * 3600;
+  Result<GpuvpaConfig> config = LoadConfigFile(config_path);
+  if (!config.ok()) {
+    err << "recommend: " << config.status().message() << "\n";
+    return kExitFailure;
+  }
 
   FleetStore store(store_options);
   if (!checkpoint_path.empty()) {
@@ -66,7 +77,7 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
     }
   }
 
-  TraceReplayer replayer(store, GpuCatalog::BuiltIn());
+  TraceReplayer replayer(store, GpuCatalog::BuiltIn(), config->cost_centers);
   Result<TraceReplayReport> report = replayer.ReplayFile(trace_path);
   if (!report.ok()) {
     err << "trace: " << report.status().message() << "\n";
@@ -79,14 +90,33 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
       << report->malformed << " malformed (skipped)\n";
   if (report->accepted > 0) store.ForgetStale(report->last_time_s);
 
+  const Recommender recommender(recommender_options);
+  const std::vector<Recommendation> recommendations = recommender.RecommendAll(store);
+  // Ledger first, checkpoint second: a crash in between re-charges the same action ids, which
+  // the ledger ignores.
+  if (!ledger_path.empty()) {
+    UsageCharges charges =
+        ChargeUsageSinceLastCharge(store, recommendations, config->prices, config->region);
+    for (const Status& s : charges.unpriced)
+      err << "ledger: not charged yet: " << s.message() << "\n";
+    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);
+    Result<size_t> added =
+        ledger.ok() ? (*ledger)->Append(charges.actions) : Result<size_t>(ledger.status());
+    if (!added.ok()) {
+      err << "ledger: " << added.status().message() << "\n";
+      return kExitFailure;
+    }
+    MarkCharged(store, charges);
+    err << "ledger: charged " << charges.actions.size() << " workload-containers (" << *added
+        << " new rows) to " << ledger_path << "\n";
+  }
   if (!checkpoint_path.empty()) {
     if (Status s = SaveCheckpoint(store, checkpoint_path, report->last_time_s); !s.ok()) {
       err << "checkpoint: " << s.message() << "\n";
       return kExitFailure;
     }
   }
-  const Recommender recommender(recommender_options);
-  out << FormatRecommendations(recommender.RecommendAll(store), store, *format);
+  out << FormatRecommendations(recommendations, store, *format);
   return 0;
 }
 

@@ -82,8 +82,9 @@ struct TraceReplayer::Columns {
   size_t field_count = 0;
 };
 
-TraceReplayer::TraceReplayer(FleetStore& store, const GpuCatalog& catalog)
-    : store_(store), catalog_(catalog) {}
+TraceReplayer::TraceReplayer(FleetStore& store, const GpuCatalog& catalog,
+                             CostCenterRules cost_centers)
+    : store_(store), catalog_(catalog), cost_centers_(std::move(cost_centers)) {}
 
 Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
   size_t pos = 0;
@@ -184,8 +185,7 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
         continue;
       }
     }
-    std::string_view cost_center = field(kCostCenter);
-    if (cost_center.empty()) cost_center = kDefaultCostCenter;
+    const std::string_view cost_center = field(kCostCenter);
 
     AssignWorkloadKey(key_buffer_, field(kNamespace), field(kWorkloadKind), field(kWorkloadName),
                       field(kContainer));
@@ -219,7 +219,8 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
       id.set_container(std::string(field(kContainer)));
       id.set_gpu_model((*model)->name);
       id.set_allocation(allocation->ToString());
-      id.set_cost_center(std::string(cost_center));
+      id.set_cost_center(cost_center.empty() ? ResolveCostCenter(cost_centers_, field(kNamespace))
+                                             : std::string(cost_center));
       row = store_.Track(id, *unit);
       if (row_cache_.size() <= *row) row_cache_.resize(*row + 1);
       row_cache_[*row] = {key_buffer_, std::string(field(kAllocation)),

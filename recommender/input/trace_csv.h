@@ -4,7 +4,8 @@
 // order, then one row per sample of one device of one container:
 //   required: timestamp, namespace, workload_kind, workload_name, container, pod, gpu_model,
 //             allocation, vram_bytes, sm_active
-//   optional: device (GPU index), cost_center (default "unallocated"), cuda_oom (0/1)
+//   optional: device (GPU index), cost_center (default: the cost-center rules for the
+//             namespace, else "unallocated"), cuda_oom (0/1)
 // Fields are separated by commas and never quoted (Kubernetes names and GPU model names hold
 // no commas). Rows of one series must come in time order; the trace as a whole should.
 // Malformed rows are reported with their line number and field, counted, and skipped.
@@ -15,13 +16,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cost_center.h"
 #include "core/gpu_catalog.h"
 #include "core/status.h"
 #include "recommender/model/fleet_store.h"
 
 namespace gpuvpa::recommender {
-
-inline constexpr std::string_view kDefaultCostCenter = "unallocated";
 
 struct TraceIssue {
   size_t line = 0;    // 1-based; the header is line 1
@@ -42,7 +42,8 @@ inline constexpr size_t kMaxReportedIssues = 20;
 
 class TraceReplayer {
  public:
-  TraceReplayer(FleetStore& store, const GpuCatalog& catalog);
+  // Rows without a cost_center get one from `cost_centers` (by namespace).
+  TraceReplayer(FleetStore& store, const GpuCatalog& catalog, CostCenterRules cost_centers = {});
 
   // Whole CSV text, header included. An unusable header is an error; bad rows are not.
   Result<TraceReplayReport> ReplayText(std::string_view csv);
@@ -60,6 +61,7 @@ class TraceReplayer {
 
   FleetStore& store_;
   const GpuCatalog& catalog_;
+  CostCenterRules cost_centers_;
   std::vector<RowCache> row_cache_;  // by store row: the raw identity fields last resolved
   std::string key_buffer_;
 };

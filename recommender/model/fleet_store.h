@@ -66,6 +66,12 @@ struct WorkloadState {
   double allocated_gpu_seconds = 0;
   double used_vram_gpu_seconds = 0;
   double used_sm_gpu_seconds = 0;
+  // The part of the accounting above already charged to the ledger, and up to when; the next
+  // charge is the difference (see logic/usage_charges.h).
+  double charged_through_s = 0;  // 0: nothing charged yet
+  double charged_allocated_gpu_seconds = 0;
+  double charged_used_vram_gpu_seconds = 0;
+  double charged_used_sm_gpu_seconds = 0;
 };
 
 // CUDA OOM rule (VPA's OOM bump): the next peak is the larger of used + 100 MiB and used * 1.2.

@@ -99,6 +99,14 @@ TEST_F(TraceCsvTest, OptionalColumnsInAnyOrderAndCrlfLineEnds) {
   EXPECT_EQ(store_.state(0).cuda_oom_count, 1u);
 }
 
+TEST_F(TraceCsvTest, RowsWithoutACostCenterTakeTheNamespaceMapping) {
+  CostCenterRules rules;
+  rules.namespace_cost_centers["ns"] = "payments";
+  TraceReplayer replayer(store_, GpuCatalog::BuiltIn(), rules);
+  ASSERT_TRUE(replayer.ReplayText(std::string(kHeader) + Row("1793577600")).ok());
+  EXPECT_EQ(store_.state(0).identity.cost_center(), "payments");
+}
+
 TEST_F(TraceCsvTest, ManyMalformedRowsAreCountedButOnlyTheFirstFewListed) {
   std::string csv = kHeader;
   for (int i = 0; i < 100; ++i) csv += Row("bad");
