@@ -1,6 +1,7 @@
 // Flag parsing.
 #include "core/flags.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -56,6 +57,7 @@ Status FlagParser::Set(const Flag& flag, const std::string& value) {
 }
 
 Status FlagParser::Parse(const std::vector<std::string>& args) {
+  std::vector<std::string> seen;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.rfind("--", 0) != 0)
@@ -83,8 +85,21 @@ Status FlagParser::Parse(const std::vector<std::string>& args) {
       }
     }
     if (Status s = Set(*flag, value); !s.ok()) return s;
+    seen.push_back(name);
+  }
+  for (const std::string& name : required_) {
+    if (std::find(seen.begin(), seen.end(), name) == seen.end())
+      return InvalidArgumentError(command_ + ": --" + name + " is required");
   }
   return OkStatus();
+}
+
+bool FlagParser::ParseOrExplain(const std::vector<std::string>& args, std::ostream& err) {
+  if (Status s = Parse(args); !s.ok()) {
+    err << s.message() << "\n" << Usage();
+    return false;
+  }
+  return true;
 }
 
 std::string FlagParser::Usage() const {

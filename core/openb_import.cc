@@ -10,9 +10,6 @@
 namespace gpuvpa {
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
 // A header-addressed CSV without quoting (the openb files have none).
 class SimpleCsv {
  public:
@@ -191,14 +188,9 @@ int RunImportOpenbCommand(const std::vector<std::string>& args, std::ostream& ou
   flags.AddString("nodes", &nodes_path, "openb_node_list_gpu_node.csv (required)");
   flags.AddString("ledger", &ledger_path, "ledger database to append to (default: the config's)");
   flags.AddString("config", &config_path, "gpuvpa config (prices, cost centers)");
-  if (Status s = flags.Parse(args); !s.ok()) {
-    err << s.message() << "\n" << flags.Usage();
-    return kExitUsage;
-  }
-  if (pods_path.empty() || nodes_path.empty()) {
-    err << "import-openb: --pods and --nodes are required\n" << flags.Usage();
-    return kExitUsage;
-  }
+  flags.Require("pods");
+  flags.Require("nodes");
+  if (!flags.ParseOrExplain(args, err)) return kExitUsage;
   Result<GpuvpaConfig> config = LoadConfigFile(config_path);
   if (!config.ok()) {
     err << "import-openb: " << config.status().message() << "\n";

@@ -11,9 +11,6 @@
 namespace gpuvpa {
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
 struct Column {
   const char* title;
   const char* key;  // CSV / JSON field
@@ -169,14 +166,8 @@ int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, 
   flags.AddString("to", &to_text, "end, exclusive (Unix seconds or RFC 3339)");
   flags.AddString("group-by", &group_text, "cost-center or gpu-model (default cost-center)");
   flags.AddString("format", &format_text, "table, csv, json or md (default table)");
-  if (Status s = flags.Parse(args); !s.ok()) {
-    err << s.message() << "\n" << flags.Usage();
-    return kExitUsage;
-  }
-  if (ledger_path.empty()) {
-    err << "showback: --ledger is required\n" << flags.Usage();
-    return kExitUsage;
-  }
+  flags.Require("ledger");
+  if (!flags.ParseOrExplain(args, err)) return kExitUsage;
   ShowbackQuery query;
   for (auto [text, target, name] :
        {std::tuple{&from_text, &query.from_s, "--from"}, {&to_text, &query.to_s, "--to"}}) {

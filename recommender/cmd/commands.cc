@@ -12,13 +12,6 @@
 #include "recommender/output/recommendation_format.h"
 
 namespace gpuvpa::recommender {
-namespace {
-
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
-}  // namespace
-
 int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
                         std::ostream& err) {
   std::string trace_path;
@@ -35,18 +28,12 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   flags.AddString("format", &format_text, "table or json (default table)");
   flags.AddString("ledger", &ledger_path, "charge usage since the last run to this ledger");
   flags.AddString("config", &config_path, "gpuvpa config (prices, cost centers)");
+  flags.Require("trace");
   flags.AddDouble("min-history-hours", &min_history_hours,
                   "history needed before recommending (default 24)");
   flags.AddDouble("sample-period-seconds", &store_options.sample_period_s,
                   "device time one trace row stands for (default 60)");
-  if (Status s = flags.Parse(args); !s.ok()) {
-    err << s.message() << "\n" << flags.Usage();
-    return kExitUsage;
-  }
-  if (trace_path.empty()) {
-    err << "recommend: --trace is required\n" << flags.Usage();
-    return kExitUsage;
-  }
+  if (!flags.ParseOrExplain(args, err)) return kExitUsage;
   if (!(store_options.sample_period_s > 0)) {
     err << "recommend: --sample-period-seconds must be positive\n";
     return kExitUsage;
@@ -129,12 +116,10 @@ int RunDemoTraceCommand(const std::vector<std::string>& args, std::ostream& out,
   flags.AddString("out", &path, "where to write the trace CSV (required)");
   flags.AddInt("days", &options.days, "days of history (default 7)");
   flags.AddInt("seed", &seed, "random seed (default 20261102)");
-  if (Status s = flags.Parse(args); !s.ok()) {
-    err << s.message() << "\n" << flags.Usage();
-    return kExitUsage;
-  }
-  if (path.empty() || options.days <= 0) {
-    err << "demo-trace: --out is required and --days must be positive\n" << flags.Usage();
+  flags.Require("out");
+  if (!flags.ParseOrExplain(args, err)) return kExitUsage;
+  if (options.days <= 0) {
+    err << "demo-trace: --days must be positive\n" << flags.Usage();
     return kExitUsage;
   }
   options.seed = static_cast<uint64_t>(seed);

@@ -38,6 +38,18 @@ class CheckpointTest : public ::testing::Test {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   }
 
+  // Saves a checkpoint of the first quarter of the trace, then one of all of it, at `path`;
+  // returns the fingerprint of the first (now PATH.prev).
+  static std::string SaveTwoGenerations(const std::string& path) {
+    FleetStore first;
+    Replay(first, trace_->substr(0, trace_->find('\n', trace_->size() / 4) + 1));
+    EXPECT_TRUE(SaveCheckpoint(first, path, 1).ok());
+    FleetStore second;
+    Replay(second, *trace_);
+    EXPECT_TRUE(SaveCheckpoint(second, path, 2).ok());
+    return RecommendationFingerprint(first);
+  }
+
   static std::string* trace_;
   ScopedTempDir dir_;
 };
@@ -82,12 +94,8 @@ TEST_F(CheckpointTest, RestartGivesTheSameRecommendationsAsAnUninterruptedRun) {
 
 TEST_F(CheckpointTest, TruncatedCheckpointIsRefusedAndThePreviousOneSurvives) {
   const std::string path = dir_.Path("ckpt");
-  FleetStore first;
-  Replay(first, trace_->substr(0, trace_->find('\n', trace_->size() / 4) + 1));
-  ASSERT_TRUE(SaveCheckpoint(first, path, 1).ok());
-  FleetStore second;
-  Replay(second, *trace_);
-  ASSERT_TRUE(SaveCheckpoint(second, path, 2).ok());
+  std::string first;
+  ASSERT_NO_FATAL_FAILURE(first = SaveTwoGenerations(path));
   const std::string good = *ReadWholeFile(path);
 
   for (size_t keep : {size_t{0}, size_t{10}, size_t{23}, good.size() / 2, good.size() - 1}) {
@@ -100,18 +108,14 @@ TEST_F(CheckpointTest, TruncatedCheckpointIsRefusedAndThePreviousOneSurvives) {
     EXPECT_EQ(load->refused[0].code(), StatusCode::kDataLoss);
     EXPECT_NE(load->refused[0].message().find("truncated"), std::string::npos)
         << load->refused[0].message();
-    EXPECT_EQ(RecommendationFingerprint(loaded), RecommendationFingerprint(first));
+    EXPECT_EQ(RecommendationFingerprint(loaded), first);
   }
 }
 
 TEST_F(CheckpointTest, BitFlippedCheckpointIsRefusedAndThePreviousOneSurvives) {
   const std::string path = dir_.Path("ckpt");
-  FleetStore first;
-  Replay(first, trace_->substr(0, trace_->find('\n', trace_->size() / 4) + 1));
-  ASSERT_TRUE(SaveCheckpoint(first, path, 1).ok());
-  FleetStore second;
-  Replay(second, *trace_);
-  ASSERT_TRUE(SaveCheckpoint(second, path, 2).ok());
+  std::string first;
+  ASSERT_NO_FATAL_FAILURE(first = SaveTwoGenerations(path));
   const std::string good = *ReadWholeFile(path);
   for (size_t byte :
        {size_t{0}, size_t{9}, size_t{15}, size_t{21}, good.size() / 3, good.size() - 1}) {
@@ -123,7 +127,7 @@ TEST_F(CheckpointTest, BitFlippedCheckpointIsRefusedAndThePreviousOneSurvives) {
     ASSERT_TRUE(load.ok()) << load.status().message();
     EXPECT_EQ(load->loaded_from, PreviousCheckpointPath(path)) << "byte " << byte;
     ASSERT_EQ(load->refused.size(), 1u);
-    EXPECT_EQ(RecommendationFingerprint(loaded), RecommendationFingerprint(first));
+    EXPECT_EQ(RecommendationFingerprint(loaded), first);
   }
 }
 
