@@ -1,0 +1,190 @@
+// Queue replay simulation.
+#include "scaler/replay/queue_replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+
+#include "core/time_format.h"
+
+namespace gpuvpa::scaler {
+namespace {
+
+struct Replica {
+  double created_s;
+  double ready_s;
+  double free_s;  // when its current request finishes
+  bool draining = false;
+};
+
+double Percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const auto k =
+      static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - (p > 0 ? 1 : 0);
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+}  // namespace
+
+Result<std::vector<double>> ReadArrivals(std::string_view csv) {
+  std::vector<double> out;
+  size_t pos = csv.find('\n');
+  if (pos == std::string_view::npos) return InvalidArgumentError("arrivals: no header line");
+  size_t line_no = 1;
+  for (++pos; pos < csv.size();) {
+    size_t nl = csv.find('\n', pos);
+    if (nl == std::string_view::npos) nl = csv.size();
+    std::string_view line = csv.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    Result<double> t = ParseTimestamp(line.substr(0, line.find(',')));
+    if (!t.ok())
+      return InvalidArgumentError("arrivals line " + std::to_string(line_no) + ": " +
+                                  t.status().message());
+    out.push_back(*t);
+  }
+  if (out.empty()) return InvalidArgumentError("arrivals: no requests");
+  return out;
+}
+
+Result<QueueReplayResult> ReplayQueue(std::vector<double> arrivals, const QueueReplayOptions& o) {
+  if (arrivals.empty()) return InvalidArgumentError("replay: no arrivals");
+  if (!(o.service_s > 0) || !(o.target > 0) || o.max_replicas < 1 || !(o.poll_interval_s > 0) ||
+      o.activation_threshold < 0 || o.cold_start_s < 0 || o.cooldown_s < 0 || o.stabilization_s < 0)
+    return InvalidArgumentError(
+        "replay: service, target, max replicas and poll interval must be positive");
+  std::sort(arrivals.begin(), arrivals.end());
+  const double start = arrivals.front();
+
+  QueueReplayResult r;
+  r.requests = arrivals.size();
+  std::vector<Replica> replicas;
+  std::vector<double> waits;
+  waits.reserve(arrivals.size());
+  std::deque<std::pair<double, int>>
+      desired_history;               // (tick, desired) within the stabilization window
+  size_t next = 0;                   // first request not yet started
+  std::vector<double> finish_times;  // of started requests, to count those in service
+  double last_active = -std::numeric_limits<double>::infinity();
+  double zero_since = start;
+  bool at_zero = true;
+  double end = start;
+
+  auto retire = [&](const Replica& rep, double when) {
+    r.metered_gpu_s += (when - rep.created_s) * o.gpu_per_replica;
+    end = std::max(end, when);
+  };
+
+  // Everything is served and scaled back down well before this, even by a single replica.
+  const double horizon = arrivals.back() + static_cast<double>(arrivals.size()) * o.service_s +
+                         o.cold_start_s + o.cooldown_s + o.stabilization_s + 10 * o.poll_interval_s;
+  for (double tick = start;; tick += o.poll_interval_s) {
+    if (tick > horizon) return InternalError("replay: simulation did not settle by its horizon");
+    // Serve everything that can start before this tick with the replicas of the last interval.
+    while (next < arrivals.size()) {
+      Replica* best = nullptr;
+      for (Replica& rep : replicas) {
+        if (rep.draining) continue;
+        if (best == nullptr ||
+            std::max(rep.ready_s, rep.free_s) < std::max(best->ready_s, best->free_s))
+          best = &rep;
+      }
+      if (best == nullptr) break;
+      const double begin = std::max({best->ready_s, best->free_s, arrivals[next]});
+      if (begin >= tick) break;
+      waits.push_back(begin - arrivals[next]);
+      best->free_s = begin + o.service_s;
+      finish_times.push_back(best->free_s);
+      ++next;
+    }
+    if (next == arrivals.size() && replicas.empty()) break;
+
+    // Retire draining replicas that have finished.
+    for (auto it = replicas.begin(); it != replicas.end();) {
+      if (it->draining && it->free_s <= tick) {
+        retire(*it, it->free_s);
+        it = replicas.erase(it);
+      } else {
+        ++it;
+      }
+    }
+
+    const size_t arrived = static_cast<size_t>(
+        std::upper_bound(arrivals.begin(), arrivals.end(), tick) - arrivals.begin());
+    const auto in_service = static_cast<size_t>(std::count_if(
+        finish_times.begin(), finish_times.end(), [&](double f) { return f > tick; }));
+    const double depth = static_cast<double>(arrived - std::min(arrived, next) + in_service);
+    const bool active = depth > o.activation_threshold;
+    if (active) last_active = tick;
+    int desired = std::min(o.max_replicas, static_cast<int>(std::ceil(depth / o.target)));
+    if (tick - last_active < o.cooldown_s || active)
+      desired = std::max(desired, 1);
+    else
+      desired = 0;
+    desired_history.emplace_back(tick, desired);
+    while (!desired_history.empty() && desired_history.front().first <= tick - o.stabilization_s)
+      desired_history.pop_front();
+    int effective = desired;
+    for (const auto& [t, d] : desired_history) effective = std::max(effective, d);
+    if (desired == 0 && tick - last_active >= o.cooldown_s)
+      effective = 0;  // KEDA takes 1 -> 0 itself
+
+    int serving = static_cast<int>(std::count_if(replicas.begin(), replicas.end(),
+                                                 [](const Replica& rep) { return !rep.draining; }));
+    if (effective > serving) {
+      if (serving == 0) ++r.cold_starts;
+      if (at_zero) {
+        r.idle_at_zero_s += tick - zero_since;
+        at_zero = false;
+      }
+      for (int i = serving; i < effective; ++i)
+        replicas.push_back({tick, tick + o.cold_start_s, tick + o.cold_start_s});
+      r.replica_starts += effective - serving;
+    } else if (effective < serving) {
+      // Idle replicas go first; busy ones finish their request.
+      std::stable_sort(replicas.begin(), replicas.end(),
+                       [](const Replica& a, const Replica& b) { return a.free_s < b.free_s; });
+      for (Replica& rep : replicas) {
+        if (serving == effective) break;
+        if (rep.draining) continue;
+        rep.draining = true;
+        --serving;
+      }
+      for (auto it = replicas.begin(); it != replicas.end();) {
+        if (it->draining && it->free_s <= tick) {
+          retire(*it, tick);
+          it = replicas.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (replicas.empty() && !at_zero) {
+        at_zero = true;
+        zero_since = tick;
+      }
+    }
+    r.peak_replicas = std::max(r.peak_replicas, static_cast<int>(replicas.size()));
+    end = std::max(end, tick);
+    // Every request has arrived, none is being served and nothing will scale up: those still
+    // waiting would wait forever (their depth never exceeds the activation threshold).
+    if (replicas.empty() && effective == 0 && tick >= arrivals.back() && next < arrivals.size())
+      return FailedPreconditionError("replay: " + std::to_string(arrivals.size() - next) +
+                                     " requests are never served: a queue depth of " +
+                                     std::to_string(static_cast<int>(depth)) +
+                                     " does not exceed the activation threshold");
+  }
+  if (!finish_times.empty())
+    end = std::max(end, *std::max_element(finish_times.begin(), finish_times.end()));
+  r.duration_s = end - start;
+  r.reserved_gpu_s = r.peak_replicas * o.gpu_per_replica * r.duration_s;
+  r.wait_p50_s = Percentile(waits, 0.50);
+  r.wait_p99_s = Percentile(waits, 0.99);
+  r.wait_max_s = waits.empty() ? 0 : *std::max_element(waits.begin(), waits.end());
+  return r;
+}
+
+}  // namespace gpuvpa::scaler

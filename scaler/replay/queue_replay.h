@@ -1,0 +1,59 @@
+// Replays a request-arrival trace through a simulated queue driven the way KEDA drives an HPA
+// from an external scaler, and meters the GPU time that costs against a fixed reservation.
+//
+// Model (per poll tick, every poll_interval_s):
+// - depth = requests waiting + in service; active = depth > activation_threshold (strictly).
+// - desired = ceil(depth / target) capped at max_replicas (the HPA's AverageValue rule), at
+//   least 1 while active or within cooldown_s of the last active tick, 0 after (KEDA's
+//   cooldownPeriod; scale to zero).
+// - Scale-up is immediate; scale-down follows the highest desired count of the last
+//   stabilization_s seconds (the HPA's default down-scale stabilization). A removed replica
+//   finishes the request it is serving first.
+// - A new replica serves only after cold_start_s (image pull, model load); its GPU is metered
+//   from creation. Ready replicas serve one request at a time, first come first served, each
+//   taking service_s.
+// - The reservation it is compared with keeps the run's peak replica count for the whole trace.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gpuvpa::scaler {
+
+struct QueueReplayOptions {
+  double service_s = 1.0;
+  double target = 5;                // KEDA listLength
+  double activation_threshold = 0;  // KEDA activationListLength
+  int max_replicas = 10;
+  double poll_interval_s = 30;   // KEDA pollingInterval
+  double cooldown_s = 300;       // KEDA cooldownPeriod
+  double stabilization_s = 300;  // HPA scaleDown stabilizationWindowSeconds
+  double cold_start_s = 60;
+  double gpu_per_replica = 1;
+};
+
+struct QueueReplayResult {
+  size_t requests = 0;
+  double duration_s = 0;      // first arrival to the last request served
+  double metered_gpu_s = 0;   // replica lifetime x GPUs per replica
+  double reserved_gpu_s = 0;  // peak replicas for the whole duration
+  int peak_replicas = 0;
+  int cold_starts = 0;  // scale-ups from zero
+  int replica_starts = 0;
+  double idle_at_zero_s = 0;  // time with no replica at all
+  double wait_p50_s = 0;
+  double wait_p99_s = 0;
+  double wait_max_s = 0;
+};
+
+// Arrival times (Unix seconds) from a CSV whose first column is a timestamp, header required
+// (the Azure LLM inference traces: TIMESTAMP,ContextTokens,GeneratedTokens).
+Result<std::vector<double>> ReadArrivals(std::string_view csv);
+
+Result<QueueReplayResult> ReplayQueue(std::vector<double> arrivals,
+                                      const QueueReplayOptions& options);
+
+}  // namespace gpuvpa::scaler
