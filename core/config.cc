@@ -14,7 +14,7 @@ Status CheckKeys(const YAML::Node& node, const std::string& where,
                  std::initializer_list<std::string_view> known) {
   if (!node.IsMap()) return InvalidArgumentError("config " + where + ": expected a mapping");
   for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
+    const auto key = kv.first.as<std::string>();
     bool ok = false;
     for (std::string_view k : known) ok = ok || k == key;
     if (!ok) return InvalidArgumentError("config " + where + ": unknown key \"" + key + "\"");

@@ -160,8 +160,8 @@ Status Ledger::Migrate() {
     if (s.ok()) s = Exec("COMMIT");
     if (!s.ok()) {
       (void)Exec("ROLLBACK");
-      return Status(s.code(), "migrating to schema version " + std::to_string(schema_version_ + 1) +
-                                  ": " + s.message());
+      return {s.code(), "migrating to schema version " + std::to_string(schema_version_ + 1) +
+                            ": " + s.message()};
     }
     ++schema_version_;
   }

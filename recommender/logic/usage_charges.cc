@@ -28,7 +28,7 @@ UsageCharges ChargeUsageSinceLastCharge(const FleetStore& store,
         WorkloadDisplayName(id.namespace_name(), id.owner_kind(), id.owner_name(), id.container());
     Result<double> price = prices.GpuHourPrice(id.gpu_model(), region);
     if (!price.ok()) {
-      out.unpriced.push_back(Status(price.status().code(), name + ": " + price.status().message()));
+      out.unpriced.emplace_back(price.status().code(), name + ": " + price.status().message());
       continue;
     }
     const auto start =
