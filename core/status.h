@@ -77,3 +77,9 @@ class [[nodiscard]] Result {
 };
 
 }  // namespace gpuvpa
+
+// Returns the Status of `expr` from the enclosing function when it is not OK.
+#define GPUVPA_RETURN_IF_ERROR(expr)                                      \
+  do {                                                                    \
+    if (::gpuvpa::Status _status = (expr); !_status.ok()) return _status; \
+  } while (0)

@@ -1,0 +1,190 @@
+// Trigger metadata parsing.
+#include "scaler/metadata/scaled_object_config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <initializer_list>
+#include <vector>
+
+namespace gpuvpa::scaler {
+namespace {
+
+class MetadataReader {
+ public:
+  explicit MetadataReader(const TriggerMetadata& m) : m_(m) {}
+
+  Status Bad(std::string_view key, std::string_view value, std::string_view why) const {
+    return InvalidArgumentError("trigger metadata " + std::string(key) + " \"" +
+                                std::string(value) + "\" " + std::string(why));
+  }
+  Status Missing(std::string_view key, std::string_view context) const {
+    return InvalidArgumentError("trigger metadata " + std::string(key) + " is required " +
+                                std::string(context));
+  }
+  const std::string* Find(std::string_view key) {
+    used_.emplace_back(key);
+    auto it = m_.find(key);
+    return it == m_.end() ? nullptr : &it->second;
+  }
+  Status String(std::string_view key, std::string& out) {
+    if (const std::string* v = Find(key)) out = *v;
+    return OkStatus();
+  }
+  // A finite number >= 0 (or > 0 when `positive`).
+  Status Number(std::string_view key, double& out, bool positive) {
+    const std::string* v = Find(key);
+    if (v == nullptr) return OkStatus();
+    double d = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
+    if (ec != std::errc() || p != v->data() + v->size() || !std::isfinite(d))
+      return Bad(key, *v, "is not a number");
+    if (positive ? d <= 0 : d < 0)
+      return Bad(key, *v, positive ? "must be positive" : "must not be negative");
+    out = d;
+    return OkStatus();
+  }
+  Status Integer(std::string_view key, int& out, int min, int max) {
+    const std::string* v = Find(key);
+    if (v == nullptr) return OkStatus();
+    int i = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), i);
+    if (ec != std::errc() || p != v->data() + v->size() || i < min || i > max)
+      return Bad(key, *v,
+                 "is not an integer in " + std::to_string(min) + ".." + std::to_string(max));
+    out = i;
+    return OkStatus();
+  }
+  Status Bool(std::string_view key, bool& out) {
+    const std::string* v = Find(key);
+    if (v == nullptr) return OkStatus();
+    if (*v == "true")
+      out = true;
+    else if (*v == "false")
+      out = false;
+    else
+      return Bad(key, *v, "is not true or false");
+    return OkStatus();
+  }
+  // Every key that no reader asked for is unknown.
+  Status RejectUnknown() const {
+    for (const auto& [key, value] : m_) {
+      if (std::find(used_.begin(), used_.end(), key) == used_.end())
+        return Bad(key, value, "is not a known key for this source");
+    }
+    return OkStatus();
+  }
+
+ private:
+  const TriggerMetadata& m_;
+  std::vector<std::string> used_;
+};
+
+Status ParseRedis(MetadataReader& r, ScaledObjectConfig& c) {
+  RedisSourceConfig& redis = c.redis;
+  std::string address;
+  GPUVPA_RETURN_IF_ERROR(r.String("address", address));
+  GPUVPA_RETURN_IF_ERROR(r.String("host", redis.host));
+  GPUVPA_RETURN_IF_ERROR(r.Integer("port", redis.port, 1, 65535));
+  if (!address.empty()) {
+    const size_t colon = address.rfind(':');
+    int port = 0;
+    const char* end = address.data() + address.size();
+    if (colon == std::string::npos || colon == 0 ||
+        std::from_chars(address.data() + colon + 1, end, port).ptr != end || port < 1 ||
+        port > 65535)
+      return r.Bad("address", address, "is not host:port");
+    redis.host = address.substr(0, colon);
+    redis.port = port;
+  }
+  GPUVPA_RETURN_IF_ERROR(r.Integer("databaseIndex", redis.database_index, 0, 1 << 16));
+  GPUVPA_RETURN_IF_ERROR(r.Bool("enableTLS", redis.enable_tls));
+  GPUVPA_RETURN_IF_ERROR(r.Bool("unsafeSsl", redis.unsafe_ssl));
+  std::string list, stream, zset;
+  GPUVPA_RETURN_IF_ERROR(r.String("listName", list));
+  GPUVPA_RETURN_IF_ERROR(r.String("stream", stream));
+  GPUVPA_RETURN_IF_ERROR(r.String("sortedSetName", zset));
+  const int given = !list.empty() + !stream.empty() + !zset.empty();
+  if (given == 0) return r.Missing("listName", "for source redis (or stream, or sortedSetName)");
+  if (given > 1)
+    return InvalidArgumentError(
+        "trigger metadata: give only one of listName, stream, sortedSetName");
+  if (!stream.empty()) {
+    redis.data_type = RedisDataType::kStream;
+    redis.key = stream;
+    GPUVPA_RETURN_IF_ERROR(r.String("consumerGroup", redis.consumer_group));
+    if (redis.consumer_group.empty()) return r.Missing("consumerGroup", "for a redis stream");
+    GPUVPA_RETURN_IF_ERROR(r.Number("lagCount", c.target, true));
+    GPUVPA_RETURN_IF_ERROR(r.Number("activationLagCount", c.activation, false));
+    c.metric_name = "redis-stream-" + stream + "-" + redis.consumer_group;
+  } else {
+    redis.data_type = list.empty() ? RedisDataType::kSortedSet : RedisDataType::kList;
+    redis.key = list.empty() ? zset : list;
+    GPUVPA_RETURN_IF_ERROR(r.Number("listLength", c.target, true));
+    GPUVPA_RETURN_IF_ERROR(r.Number("activationListLength", c.activation, false));
+    c.metric_name = (list.empty() ? "redis-zset-" : "redis-list-") + redis.key;
+  }
+  return OkStatus();
+}
+
+Status ParsePrometheus(MetadataReader& r, ScaledObjectConfig& c) {
+  GPUVPA_RETURN_IF_ERROR(r.String("serverAddress", c.prometheus.server_address));
+  GPUVPA_RETURN_IF_ERROR(r.String("query", c.prometheus.query));
+  if (c.prometheus.server_address.empty())
+    return r.Missing("serverAddress", "for source prometheus");
+  if (c.prometheus.query.empty()) return r.Missing("query", "for source prometheus");
+  if (r.Find("threshold") == nullptr) return r.Missing("threshold", "for source prometheus");
+  GPUVPA_RETURN_IF_ERROR(r.Number("threshold", c.target, true));
+  GPUVPA_RETURN_IF_ERROR(r.Number("activationThreshold", c.activation, false));
+  GPUVPA_RETURN_IF_ERROR(r.Bool("ignoreNullValues", c.prometheus.ignore_null_values));
+  c.metric_name = "prometheus-" + c.name;
+  return OkStatus();
+}
+
+Status ParsePush(MetadataReader& r, ScaledObjectConfig& c) {
+  GPUVPA_RETURN_IF_ERROR(r.String("queueName", c.push.queue_name));
+  if (c.push.queue_name.empty()) return r.Missing("queueName", "for source push");
+  GPUVPA_RETURN_IF_ERROR(r.Number("queueLength", c.target, true));
+  GPUVPA_RETURN_IF_ERROR(r.Number("activationQueueLength", c.activation, false));
+  c.metric_name = "push-" + c.push.queue_name;
+  return OkStatus();
+}
+
+}  // namespace
+
+int ScaledObjectConfig::DesiredReplicas(double depth) const {
+  if (!(depth > 0)) return 0;
+  return static_cast<int>(std::min<double>(max_replicas, std::ceil(depth / target)));
+}
+
+Result<ScaledObjectConfig> ParseScaledObjectConfig(std::string_view name,
+                                                   std::string_view namespace_name,
+                                                   const TriggerMetadata& metadata) {
+  ScaledObjectConfig c;
+  c.name = std::string(name);
+  c.namespace_name = std::string(namespace_name);
+  MetadataReader r(metadata);
+  (void)r.Find("scalerAddress");  // KEDA's own; forwarded verbatim
+  std::string source = "redis";
+  GPUVPA_RETURN_IF_ERROR(r.String("source", source));
+  GPUVPA_RETURN_IF_ERROR(r.String("costCenter", c.cost_center));
+  if (c.cost_center.empty()) return r.Bad("costCenter", "", "must not be empty");
+  GPUVPA_RETURN_IF_ERROR(r.Number("gpuPerReplica", c.gpu_per_replica, true));
+  GPUVPA_RETURN_IF_ERROR(r.Integer("maxReplicas", c.max_replicas, 1, 100000));
+  if (source == "redis") {
+    c.source = QueueSourceKind::kRedis;
+    GPUVPA_RETURN_IF_ERROR(ParseRedis(r, c));
+  } else if (source == "prometheus") {
+    c.source = QueueSourceKind::kPrometheus;
+    GPUVPA_RETURN_IF_ERROR(ParsePrometheus(r, c));
+  } else if (source == "push") {
+    c.source = QueueSourceKind::kPush;
+    GPUVPA_RETURN_IF_ERROR(ParsePush(r, c));
+  } else {
+    return r.Bad("source", source, "is not one of redis, prometheus, push");
+  }
+  GPUVPA_RETURN_IF_ERROR(r.RejectUnknown());
+  return c;
+}
+
+}  // namespace gpuvpa::scaler

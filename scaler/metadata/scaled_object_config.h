@@ -1,0 +1,77 @@
+// Trigger metadata of one ScaledObject, parsed once into a typed config (as KEDA's scalers do).
+// Everything after parsing works on this struct, never on the raw map. Bad metadata is an
+// INVALID_ARGUMENT error naming the key and the value.
+//
+// Keys follow KEDA's own scalers where they exist:
+//   source: redis (default) | prometheus | push
+//   redis:      address (host:port) or host + port, databaseIndex, enableTLS, unsafeSsl, and one
+//               of listName (LLEN) | stream + consumerGroup (lag) | sortedSetName (ZCARD);
+//               target listLength (default 5; lagCount for streams), activationListLength
+//               (default 0; activationLagCount for streams)
+//   prometheus: serverAddress, query, threshold (required), activationThreshold (default 0),
+//               ignoreNullValues (default true)
+//   push:       queueName, queueLength (default 5), activationQueueLength (default 0)
+//   metering:   costCenter (default "unallocated"), gpuPerReplica (default 1), maxReplicas
+//               (default 100: caps the replica estimate ceil(depth / target))
+//   scalerAddress is KEDA's own and ignored. Any other key is an error.
+// A ScaledObject is active when the depth is strictly above its activation threshold.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace gpuvpa::scaler {
+
+enum class QueueSourceKind { kRedis, kPrometheus, kPush };
+enum class RedisDataType { kList, kStream, kSortedSet };
+
+struct RedisSourceConfig {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  int database_index = 0;
+  bool enable_tls = false;
+  bool unsafe_ssl = false;
+  RedisDataType data_type = RedisDataType::kList;
+  std::string key;             // list, stream or sorted set name
+  std::string consumer_group;  // streams only
+};
+
+struct PrometheusSourceConfig {
+  std::string server_address;
+  std::string query;
+  bool ignore_null_values = true;
+};
+
+struct PushSourceConfig {
+  std::string queue_name;
+};
+
+struct ScaledObjectConfig {
+  std::string name;
+  std::string namespace_name;
+  QueueSourceKind source = QueueSourceKind::kRedis;
+  std::string metric_name;  // what GetMetricSpec / GetMetrics call the metric
+  double target = 5;        // desired replicas = ceil(depth / target)
+  double activation = 0;    // active when depth > activation
+  std::string cost_center = "unallocated";
+  double gpu_per_replica = 1;
+  int max_replicas = 100;
+  RedisSourceConfig redis;
+  PrometheusSourceConfig prometheus;
+  PushSourceConfig push;
+
+  // The replica count KEDA's HPA would ask for at this depth, capped at max_replicas.
+  int DesiredReplicas(double depth) const;
+  bool IsActive(double depth) const { return depth > activation; }
+};
+
+using TriggerMetadata = std::map<std::string, std::string, std::less<>>;
+
+Result<ScaledObjectConfig> ParseScaledObjectConfig(std::string_view name,
+                                                   std::string_view namespace_name,
+                                                   const TriggerMetadata& metadata);
+
+}  // namespace gpuvpa::scaler

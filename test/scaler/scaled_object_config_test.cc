@@ -1,0 +1,99 @@
+// Trigger metadata parsing: typed config with defaults, errors naming the key.
+#include "scaler/metadata/scaled_object_config.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuvpa::scaler {
+namespace {
+
+Result<ScaledObjectConfig> Parse(const TriggerMetadata& m) {
+  return ParseScaledObjectConfig("jobs", "ml", m);
+}
+
+void ExpectInvalid(const TriggerMetadata& m, const std::string& key) {
+  Result<ScaledObjectConfig> c = Parse(m);
+  ASSERT_FALSE(c.ok()) << "accepted metadata with bad " << key;
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
+}
+
+TEST(ScaledObjectConfigTest, RedisListWithKedaNamesAndDefaults) {
+  Result<ScaledObjectConfig> c = Parse({{"scalerAddress", "gpuvpa-scaler:9090"},
+                                        {"address", "redis:6380"},
+                                        {"listName", "jobs"},
+                                        {"costCenter", "search"}});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->source, QueueSourceKind::kRedis);
+  EXPECT_EQ(c->redis.data_type, RedisDataType::kList);
+  EXPECT_EQ(c->redis.host, "redis");
+  EXPECT_EQ(c->redis.port, 6380);
+  EXPECT_EQ(c->target, 5);
+  EXPECT_EQ(c->activation, 0);
+  EXPECT_EQ(c->cost_center, "search");
+  EXPECT_EQ(c->metric_name, "redis-list-jobs");
+}
+
+TEST(ScaledObjectConfigTest, StreamsSortedSetsPrometheusAndPush) {
+  Result<ScaledObjectConfig> stream = Parse({{"stream", "events"},
+                                             {"consumerGroup", "workers"},
+                                             {"lagCount", "10"},
+                                             {"activationLagCount", "2"}});
+  ASSERT_TRUE(stream.ok()) << stream.status().message();
+  EXPECT_EQ(stream->redis.data_type, RedisDataType::kStream);
+  EXPECT_EQ(stream->target, 10);
+  EXPECT_EQ(stream->activation, 2);
+  Result<ScaledObjectConfig> zset = Parse({{"sortedSetName", "delayed"}, {"databaseIndex", "3"}});
+  ASSERT_TRUE(zset.ok());
+  EXPECT_EQ(zset->redis.data_type, RedisDataType::kSortedSet);
+  EXPECT_EQ(zset->redis.database_index, 3);
+  Result<ScaledObjectConfig> prom = Parse({{"source", "prometheus"},
+                                           {"serverAddress", "http://prom:9090"},
+                                           {"query", "sum(queue_depth)"},
+                                           {"threshold", "20"}});
+  ASSERT_TRUE(prom.ok()) << prom.status().message();
+  EXPECT_EQ(prom->target, 20);
+  EXPECT_TRUE(prom->prometheus.ignore_null_values);
+  Result<ScaledObjectConfig> push =
+      Parse({{"source", "push"}, {"queueName", "agent-tasks"}, {"queueLength", "1"}});
+  ASSERT_TRUE(push.ok());
+  EXPECT_EQ(push->push.queue_name, "agent-tasks");
+}
+
+TEST(ScaledObjectConfigTest, BadMetadataIsInvalidArgumentNamingTheKey) {
+  ExpectInvalid({}, "listName");
+  ExpectInvalid({{"listName", "jobs"}, {"listLength", "five"}}, "listLength");
+  ExpectInvalid({{"listName", "jobs"}, {"activationListLength", "-1"}}, "activationListLength");
+  ExpectInvalid({{"source", "kafka"}, {"listName", "jobs"}}, "source");
+  ExpectInvalid({{"listName", "jobs"}, {"listLength", "0"}}, "listLength");
+  ExpectInvalid({{"listName", "jobs"}, {"enableTLS", "yes"}}, "enableTLS");
+  ExpectInvalid({{"listName", "jobs"}, {"address", "redis"}}, "address");
+  ExpectInvalid({{"listName", "jobs"}, {"lisLength", "3"}}, "lisLength");
+  ExpectInvalid({{"stream", "events"}}, "consumerGroup");
+  ExpectInvalid({{"source", "prometheus"}, {"serverAddress", "http://p"}, {"query", "q"}},
+                "threshold");
+  ExpectInvalid({{"source", "prometheus"},
+                 {"serverAddress", "http://p"},
+                 {"query", "q"},
+                 {"threshold", "1"},
+                 {"activationThreshold", "-3"}},
+                "activationThreshold");
+  ExpectInvalid({{"listName", "jobs"}, {"gpuPerReplica", "0"}}, "gpuPerReplica");
+}
+
+TEST(ScaledObjectConfigTest, ActivationIsStrictAndReplicasFollowTheHpaRule) {
+  Result<ScaledObjectConfig> c = Parse({{"listName", "jobs"},
+                                        {"listLength", "5"},
+                                        {"activationListLength", "3"},
+                                        {"maxReplicas", "4"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->IsActive(3));
+  EXPECT_TRUE(c->IsActive(4));
+  EXPECT_EQ(c->DesiredReplicas(0), 0);
+  EXPECT_EQ(c->DesiredReplicas(1), 1);
+  EXPECT_EQ(c->DesiredReplicas(10), 2);
+  EXPECT_EQ(c->DesiredReplicas(11), 3);
+  EXPECT_EQ(c->DesiredReplicas(1000), 4) << "capped at maxReplicas";
+}
+
+}  // namespace
+}  // namespace gpuvpa::scaler
