@@ -1,0 +1,112 @@
+// Real redis-server processes for tests.
+#include "test/support/redis_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+extern char** environ;
+
+namespace gpuvpa::testing {
+
+int FreeLocalPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+RedisServer::RedisServer() : port_(FreeLocalPort()) {}
+
+RedisServer::~RedisServer() { Kill(); }
+
+bool RedisServer::Start(std::string* error) {
+  const std::string port = std::to_string(port_);
+  std::vector<std::string> args = {
+      "redis-server", "--port", port,          "--bind", "127.0.0.1",  "--save", "",
+      "--appendonly", "no",     "--daemonize", "no",     "--loglevel", "warning"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // Its banner and log go nowhere: test output stays readable.
+  posix_spawn_file_actions_t quiet;
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  const int rc = posix_spawnp(&pid_, "redis-server", &quiet, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&quiet);
+  if (rc != 0) {
+    *error = "cannot start redis-server (is it installed?)";
+    pid_ = -1;
+    return false;
+  }
+  for (int i = 0; i < 200; ++i) {
+    if (Command({"PING"}) == "PONG") return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  *error = "redis-server on port " + port + " did not answer PING";
+  Kill();
+  return false;
+}
+
+void RedisServer::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+std::string RedisServer::Command(const std::vector<std::string>& argv) const {
+  timeval timeout{1, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, timeout);
+  if (c == nullptr || c->err) {
+    if (c) redisFree(c);
+    return "(connection refused)";
+  }
+  std::vector<const char*> args;
+  std::vector<size_t> lens;
+  for (const std::string& a : argv) {
+    args.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* reply = static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data()));
+  std::string out;
+  if (reply == nullptr) {
+    out = "(no reply)";
+  } else if (reply->type == REDIS_REPLY_ERROR) {
+    out = "(error) " + std::string(reply->str, reply->len);
+  } else if (reply->type == REDIS_REPLY_INTEGER) {
+    out = std::to_string(reply->integer);
+  } else if (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS) {
+    out.assign(reply->str, reply->len);
+  } else {
+    out = "(array)";
+  }
+  if (reply) freeReplyObject(reply);
+  redisFree(c);
+  return out;
+}
+
+long RedisServer::CommandCalls(const std::string& command) const {
+  const std::string info = Command({"INFO", "commandstats"});
+  const std::string tag = "cmdstat_" + command + ":calls=";
+  const size_t at = info.find(tag);
+  return at == std::string::npos ? 0 : std::stol(info.substr(at + tag.size()));
+}
+
+}  // namespace gpuvpa::testing
