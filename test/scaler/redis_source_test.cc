@@ -47,9 +47,8 @@ TEST_F(RedisSourceTest, ReadsListStreamAndSortedSetDepths) {
   // Two delivered but not acknowledged still count; one acknowledged does not.
   redis_.Command({"XREADGROUP", "GROUP", "workers", "c1", "COUNT", "2", "STREAMS", "events", ">"});
   EXPECT_EQ(*stream.ReadDepth(), 5);
-  EXPECT_EQ(
-      Source({{"stream", "events"}, {"consumerGroup", "nobody"}}).ReadDepth().status().code(),
-      StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Source({{"stream", "events"}, {"consumerGroup", "nobody"}}).ReadDepth().status().code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TEST_F(RedisSourceTest, ActivationAtTheThresholdIsInactiveAndOneAboveIsActive) {

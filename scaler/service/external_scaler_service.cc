@@ -1,0 +1,208 @@
+// ExternalScaler handlers and stream reactors.
+#include "scaler/service/external_scaler_service.h"
+
+#include <cmath>
+#include <mutex>
+
+namespace gpuvpa::scaler {
+namespace {
+
+// KEDA's proto marks the integer fields deprecated, yet older KEDA releases read only them:
+// both forms are always filled.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+void SetIntegerTarget(externalscaler::MetricSpec* spec, double target) {
+  spec->set_targetsize(std::max<int64_t>(1, std::llround(target)));
+}
+void SetIntegerValue(externalscaler::MetricValue* value, double depth) {
+  value->set_metricvalue(std::llround(depth));
+}
+#pragma GCC diagnostic pop
+
+void FillSpec(const ScaledObjectConfig& c, externalscaler::GetMetricSpecResponse* response) {
+  externalscaler::MetricSpec* spec = response->add_metricspecs();
+  spec->set_metricname(c.metric_name);
+  SetIntegerTarget(spec, c.target);
+  spec->set_targetsizefloat(c.target);
+}
+
+// One StreamIsActive stream: writes `true` whenever its ScaledObject turns active.
+class ActiveStreamReactor final : public grpc::ServerWriteReactor<externalscaler::IsActiveResponse>,
+                                  public ActivityWatcher {
+ public:
+  ActiveStreamReactor(ActivityHub& hub, const ResolvedScaledObject& so) : hub_(hub) {
+    id_ = hub_.Add(so, this);
+  }
+
+  void OnActivity(bool active) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool rising = active && !was_active_;
+    was_active_ = active;
+    if (!rising || finished_) return;
+    if (writing_) {
+      pending_ = true;
+      return;
+    }
+    StartTrueLocked();
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) {
+      FinishLocked(grpc::Status::CANCELLED);
+      return;
+    }
+    if (pending_ && !finished_) {
+      pending_ = false;
+      StartTrueLocked();
+    }
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    FinishLocked(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    hub_.Remove(id_);  // after this no OnActivity can run
+    delete this;
+  }
+
+ private:
+  void StartTrueLocked() {
+    response_.set_result(true);
+    writing_ = true;
+    StartWrite(&response_);
+  }
+  void FinishLocked(const grpc::Status& status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  ActivityHub& hub_;
+  uint64_t id_ = 0;
+  std::mutex mu_;
+  externalscaler::IsActiveResponse response_;
+  bool was_active_ = false;
+  bool writing_ = false;
+  bool pending_ = false;
+  bool finished_ = false;
+};
+
+// StreamMetricSpec: the spec once, then the stream stays open until the client leaves.
+class MetricSpecStreamReactor final
+    : public grpc::ServerWriteReactor<externalscaler::GetMetricSpecResponse> {
+ public:
+  explicit MetricSpecStreamReactor(const ScaledObjectConfig& config) {
+    FillSpec(config, &response_);
+    StartWrite(&response_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) Finish(grpc::Status::CANCELLED);
+  }
+  void OnCancel() override { Finish(grpc::Status::CANCELLED); }
+  void OnDone() override { delete this; }
+
+ private:
+  externalscaler::GetMetricSpecResponse response_;
+};
+
+template <typename Response>
+grpc::ServerWriteReactor<Response>* FailedStream(const grpc::Status& status) {
+  class Failed final : public grpc::ServerWriteReactor<Response> {
+   public:
+    explicit Failed(const grpc::Status& s) { this->Finish(s); }
+    void OnDone() override { delete this; }
+  };
+  return new Failed(status);
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk:
+      return grpc::Status::OK;
+    case StatusCode::kInvalidArgument:
+      return {grpc::StatusCode::INVALID_ARGUMENT, status.message()};
+    case StatusCode::kUnavailable:
+      return {grpc::StatusCode::UNAVAILABLE, status.message()};
+    case StatusCode::kFailedPrecondition:
+      return {grpc::StatusCode::FAILED_PRECONDITION, status.message()};
+    case StatusCode::kNotFound:
+      return {grpc::StatusCode::NOT_FOUND, status.message()};
+    default:
+      return {grpc::StatusCode::INTERNAL, status.message()};
+  }
+}
+
+Result<ResolvedScaledObject> ExternalScalerService::Resolve(
+    const externalscaler::ScaledObjectRef& ref) {
+  const TriggerMetadata metadata(ref.scalermetadata().begin(), ref.scalermetadata().end());
+  return core_.Resolve(ref.name(), ref.namespace_(), metadata);
+}
+
+Result<double> ExternalScalerService::Depth(const ResolvedScaledObject& so) {
+  Result<double> depth = core_.ReadDepth(so);
+  if (depth.ok() && observer_ != nullptr) observer_->OnDepth(*so.config, *depth);
+  return depth;
+}
+
+grpc::ServerUnaryReactor* ExternalScalerService::IsActive(
+    grpc::CallbackServerContext* context, const externalscaler::ScaledObjectRef* request,
+    externalscaler::IsActiveResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Result<ResolvedScaledObject> so = Resolve(*request);
+  Result<double> depth = so.ok() ? Depth(*so) : Result<double>(so.status());
+  if (depth.ok()) response->set_result(so->config->IsActive(*depth));
+  reactor->Finish(ToGrpcStatus(depth.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ExternalScalerService::GetMetricSpec(
+    grpc::CallbackServerContext* context, const externalscaler::ScaledObjectRef* request,
+    externalscaler::GetMetricSpecResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Result<ResolvedScaledObject> so = Resolve(*request);  // parsed once, then a map lookup
+  if (so.ok()) FillSpec(*so->config, response);
+  reactor->Finish(ToGrpcStatus(so.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ExternalScalerService::GetMetrics(
+    grpc::CallbackServerContext* context, const externalscaler::GetMetricsRequest* request,
+    externalscaler::GetMetricsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Result<ResolvedScaledObject> so = Resolve(request->scaledobjectref());
+  Result<double> depth = so.ok() ? Depth(*so) : Result<double>(so.status());
+  if (depth.ok()) {
+    externalscaler::MetricValue* value =
+        response->add_metricvalues();  // exactly one: the HPA sums them
+    value->set_metricname(request->metricname().empty() ? so->config->metric_name
+                                                        : request->metricname());
+    SetIntegerValue(value, *depth);
+    value->set_metricvaluefloat(*depth);
+  }
+  reactor->Finish(ToGrpcStatus(depth.status()));
+  return reactor;
+}
+
+grpc::ServerWriteReactor<externalscaler::IsActiveResponse>* ExternalScalerService::StreamIsActive(
+    grpc::CallbackServerContext*, const externalscaler::ScaledObjectRef* request) {
+  Result<ResolvedScaledObject> so = Resolve(*request);
+  if (!so.ok()) return FailedStream<externalscaler::IsActiveResponse>(ToGrpcStatus(so.status()));
+  return new ActiveStreamReactor(hub_, *so);
+}
+
+grpc::ServerWriteReactor<externalscaler::GetMetricSpecResponse>*
+ExternalScalerService::StreamMetricSpec(grpc::CallbackServerContext*,
+                                        const externalscaler::ScaledObjectRef* request) {
+  Result<ResolvedScaledObject> so = Resolve(*request);
+  if (!so.ok())
+    return FailedStream<externalscaler::GetMetricSpecResponse>(ToGrpcStatus(so.status()));
+  return new MetricSpecStreamReactor(*so->config);
+}
+
+}  // namespace gpuvpa::scaler

@@ -1,0 +1,71 @@
+// Scaler core.
+#include "scaler/service/scaler_core.h"
+
+#include "scaler/sources/redis_source.h"
+
+namespace gpuvpa::scaler {
+namespace {
+
+std::string ResolveKey(std::string_view name, std::string_view ns,
+                       const TriggerMetadata& metadata) {
+  std::string key;
+  key.append(ns).push_back('/');
+  key.append(name);
+  for (const auto& [k, v] : metadata) {
+    key.push_back('\0');
+    key.append(k).push_back('=');
+    key.append(v);
+  }
+  return key;
+}
+
+}  // namespace
+
+ScalerCore::ScalerCore(ScalerCoreOptions options, const PushDepthRegistry& push)
+    : options_(options), push_(push), cache_(options.cache_ttl) {}
+
+Result<ResolvedScaledObject> ScalerCore::Resolve(std::string_view name,
+                                                 std::string_view namespace_name,
+                                                 const TriggerMetadata& metadata) {
+  const std::string key = ResolveKey(name, namespace_name, metadata);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = resolved_.find(key); it != resolved_.end()) return it->second;
+  }
+  Result<ScaledObjectConfig> parsed = ParseScaledObjectConfig(name, namespace_name, metadata);
+  if (!parsed.ok()) return parsed.status();
+  auto config = std::make_shared<const ScaledObjectConfig>(std::move(parsed).value());
+  std::unique_ptr<QueueDepthSource> source;
+  switch (config->source) {
+    case QueueSourceKind::kRedis:
+      source = std::make_unique<RedisQueueSource>(config->redis, options_.source_timeout);
+      break;
+    case QueueSourceKind::kPush:
+      source = std::make_unique<PushQueueSource>(push_, config->push.queue_name);
+      break;
+    case QueueSourceKind::kPrometheus:
+      return FailedPreconditionError(
+          "source prometheus is not available in this build of gpuvpa-scaler yet");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (resolved_.size() >= options_.max_scaled_objects)
+    resolved_.clear();  // bounded; re-parsed on demand
+  auto [it, inserted] = sources_.try_emplace(source->Describe(), nullptr);
+  if (inserted) it->second = std::move(source);
+  ResolvedScaledObject so{config, it->second.get()};
+  resolved_[key] = so;
+  return so;
+}
+
+Result<double> ScalerCore::ReadDepth(const ResolvedScaledObject& so) {
+  // Push depths are in memory already and must be seen the moment they arrive.
+  if (so.config->source == QueueSourceKind::kPush) return so.source->ReadDepth();
+  return cache_.Get(so.source->Describe(), [&] { return so.source->ReadDepth(); });
+}
+
+size_t ScalerCore::scaled_objects() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resolved_.size();
+}
+
+}  // namespace gpuvpa::scaler

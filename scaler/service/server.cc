@@ -1,0 +1,47 @@
+// Server construction with TLS / mTLS credentials from files.
+#include "scaler/service/server.h"
+
+#include "core/atomic_file.h"
+
+namespace gpuvpa::scaler {
+
+Result<RunningServer> StartServer(const ServerOptions& options,
+                                  const std::vector<grpc::Service*>& services) {
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
+    if (options.tls_cert_file.empty() || options.tls_key_file.empty())
+      return InvalidArgumentError("TLS needs both a certificate file and a key file");
+    Result<std::string> cert = ReadWholeFile(options.tls_cert_file);
+    if (!cert.ok()) return cert.status();
+    Result<std::string> key = ReadWholeFile(options.tls_key_file);
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    if (!options.client_ca_file.empty()) {
+      Result<std::string> ca = ReadWholeFile(options.client_ca_file);
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *ca;
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    credentials = grpc::SslServerCredentials(ssl);
+  } else if (!options.client_ca_file.empty()) {
+    return InvalidArgumentError("a client CA (mTLS) needs a server certificate and key");
+  }
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen_address, credentials, &port);
+  grpc::ResourceQuota quota("gpuvpa-scaler");
+  quota.SetMaxThreads(options.max_threads);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  for (grpc::Service* s : services) builder.RegisterService(s);
+  RunningServer running;
+  running.server = builder.BuildAndStart();
+  if (!running.server || port == 0)
+    return UnavailableError("cannot listen on " + options.listen_address +
+                            " (address in use or TLS material invalid)");
+  running.port = port;
+  return running;
+}
+
+}  // namespace gpuvpa::scaler

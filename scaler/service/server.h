@@ -1,0 +1,32 @@
+// Builds and starts gpuvpa-scaler's gRPC server: plaintext, TLS (certificate and key files) or
+// mTLS (plus a client CA: clients without a certificate it signed are refused).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gpuvpa::scaler {
+
+struct ServerOptions {
+  std::string listen_address = "127.0.0.1:0";
+  std::string tls_cert_file;  // PEM; with tls_key_file enables TLS
+  std::string tls_key_file;
+  std::string client_ca_file;  // PEM; requires and verifies client certificates (mTLS)
+  int max_threads = 64;        // bounded: the resource quota caps handler threads
+  int max_concurrent_streams = 10000;
+};
+
+struct RunningServer {
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+Result<RunningServer> StartServer(const ServerOptions& options,
+                                  const std::vector<grpc::Service*>& services);
+
+}  // namespace gpuvpa::scaler

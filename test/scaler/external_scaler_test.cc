@@ -1,0 +1,291 @@
+// gpuvpa-scaler's ExternalScaler over a real gRPC socket, with a real redis-server behind it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "proto/externalscaler.grpc.pb.h"
+#include "proto/gpuvpa.grpc.pb.h"
+#include "scaler/service/activity_hub.h"
+#include "scaler/service/external_scaler_service.h"
+#include "scaler/service/push_service.h"
+#include "scaler/service/scaler_core.h"
+#include "scaler/service/server.h"
+#include "test/support/redis_server.h"
+#include "test/support/temp_dir.h"
+
+namespace gpuvpa::scaler {
+namespace {
+
+using std::chrono::milliseconds;
+
+// The scaler's services on 127.0.0.1 (ephemeral port) with the given transport security.
+class ScalerHarness {
+ public:
+  explicit ScalerHarness(ServerOptions options, milliseconds ttl = milliseconds(200))
+      : push_(milliseconds(60000)),
+        core_({ttl, milliseconds(500)}, push_),
+        hub_(core_, push_, milliseconds(50)),
+        scaler_(core_, hub_),
+        push_service_(push_) {
+    Result<RunningServer> s = StartServer(options, {&scaler_, &push_service_});
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    if (s.ok()) running_ = std::move(s).value();
+  }
+  ~ScalerHarness() {
+    if (running_.server)
+      running_.server->Shutdown(std::chrono::system_clock::now() + milliseconds(500));
+  }
+  std::string target() const { return "127.0.0.1:" + std::to_string(running_.port); }
+
+ private:
+  PushDepthRegistry push_;
+  ScalerCore core_;
+  ActivityHub hub_;
+  ExternalScalerService scaler_;
+  QueueDepthPushService push_service_;
+  RunningServer running_;
+};
+
+class ExternalScalerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(redis_.Start(&error)) << error;
+    harness_ = std::make_unique<ScalerHarness>(ServerOptions{});
+    channel_ = grpc::CreateChannel(harness_->target(), grpc::InsecureChannelCredentials());
+    stub_ = externalscaler::ExternalScaler::NewStub(channel_);
+  }
+  // A ScaledObject's reference as KEDA sends it; Redis triggers point at the test's server.
+  externalscaler::ScaledObjectRef Ref(const std::map<std::string, std::string>& extra) {
+    externalscaler::ScaledObjectRef ref;
+    ref.set_name("worker");
+    ref.set_namespace_("ml");
+    auto& m = *ref.mutable_scalermetadata();
+    m["scalerAddress"] = harness_->target();
+    if (!extra.count("source")) m["address"] = "127.0.0.1:" + std::to_string(redis_.port());
+    for (const auto& [k, v] : extra) m[k] = v;
+    return ref;
+  }
+  grpc::Status IsActive(const externalscaler::ScaledObjectRef& ref, bool* active) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(3));  // the HPA path's deadline
+    externalscaler::IsActiveResponse r;
+    grpc::Status s = stub_->IsActive(&ctx, ref, &r);
+    *active = r.result();
+    return s;
+  }
+  grpc::Status Metric(const externalscaler::ScaledObjectRef& ref,
+                      externalscaler::GetMetricsResponse* out) {
+    grpc::ClientContext ctx;
+    externalscaler::GetMetricsRequest req;
+    *req.mutable_scaledobjectref() = ref;
+    req.set_metricname("redis-list-jobs");
+    return stub_->GetMetrics(&ctx, req, out);
+  }
+
+  testing::RedisServer redis_;
+  std::unique_ptr<ScalerHarness> harness_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<externalscaler::ExternalScaler::Stub> stub_;
+};
+
+TEST_F(ExternalScalerTest, MetricSpecIsNeverEmptyAndCarriesBothTargetForms) {
+  grpc::ClientContext ctx;
+  externalscaler::GetMetricSpecResponse spec;
+  ASSERT_TRUE(
+      stub_->GetMetricSpec(&ctx, Ref({{"listName", "jobs"}, {"listLength", "7.5"}}), &spec).ok());
+  ASSERT_EQ(spec.metricspecs_size(), 1);
+  EXPECT_EQ(spec.metricspecs(0).metricname(), "redis-list-jobs");
+  EXPECT_EQ(spec.metricspecs(0).targetsizefloat(), 7.5);
+  EXPECT_NE(spec.metricspecs(0).targetsize(), 0);
+}
+
+TEST_F(ExternalScalerTest, ActivationIsStrictlyAboveTheThresholdAndReplicasFollowTheHpaRule) {
+  const auto ref = Ref({{"listName", "jobs"}, {"listLength", "5"}, {"activationListLength", "3"}});
+  for (int i = 0; i < 3; ++i) redis_.Command({"RPUSH", "jobs", "x"});
+  bool active = true;
+  ASSERT_TRUE(IsActive(ref, &active).ok());
+  EXPECT_FALSE(active) << "depth 3 equals the activation threshold";
+  std::this_thread::sleep_for(milliseconds(250));  // past the cache TTL
+  for (int i = 0; i < 8; ++i) redis_.Command({"RPUSH", "jobs", "x"});
+  ASSERT_TRUE(IsActive(ref, &active).ok());
+  EXPECT_TRUE(active);
+  externalscaler::GetMetricsResponse metrics;
+  ASSERT_TRUE(Metric(ref, &metrics).ok());
+  ASSERT_EQ(metrics.metricvalues_size(), 1) << "exactly one value: the HPA sums them";
+  EXPECT_EQ(metrics.metricvalues(0).metricvaluefloat(), 11);
+  EXPECT_EQ(std::ceil(metrics.metricvalues(0).metricvaluefloat() / 5), 3)
+      << "KEDA's desired replicas";
+}
+
+TEST_F(ExternalScalerTest, StreamsAndSortedSetsOverTheWire) {
+  redis_.Command({"ZADD", "delayed", "1", "a", "2", "b", "3", "c"});
+  redis_.Command({"XGROUP", "CREATE", "events", "workers", "$", "MKSTREAM"});
+  redis_.Command({"XADD", "events", "*", "k", "v"});
+  externalscaler::GetMetricsResponse zset, stream;
+  ASSERT_TRUE(Metric(Ref({{"sortedSetName", "delayed"}}), &zset).ok());
+  EXPECT_EQ(zset.metricvalues(0).metricvaluefloat(), 3);
+  ASSERT_TRUE(Metric(Ref({{"stream", "events"}, {"consumerGroup", "workers"}}), &stream).ok());
+  EXPECT_EQ(stream.metricvalues(0).metricvaluefloat(), 1);
+}
+
+TEST_F(ExternalScalerTest, BadMetadataIsInvalidArgumentNamingTheKey) {
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{}, "listName"},
+      {{{"listName", "jobs"}, {"listLength", "many"}}, "listLength"},
+      {{{"listName", "jobs"}, {"activationListLength", "-2"}}, "activationListLength"},
+      {{{"listName", "jobs"}, {"source", "rabbitmq"}}, "source"},
+  };
+  for (const auto& [metadata, key] : cases) {
+    bool active = false;
+    grpc::Status s = IsActive(Ref(metadata), &active);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << key;
+    EXPECT_NE(s.error_message().find(key), std::string::npos) << s.error_message();
+  }
+}
+
+TEST_F(ExternalScalerTest, RedisDownIsUnavailableNeverInactiveAndRecovers) {
+  const auto ref = Ref({{"listName", "jobs"}});
+  redis_.Command({"RPUSH", "jobs", "x"});
+  bool active = false;
+  ASSERT_TRUE(IsActive(ref, &active).ok());
+  ASSERT_TRUE(active);
+  redis_.Kill();
+  std::this_thread::sleep_for(milliseconds(250));
+  grpc::Status down = IsActive(ref, &active);
+  EXPECT_EQ(down.error_code(), grpc::StatusCode::UNAVAILABLE) << down.error_message();
+  externalscaler::GetMetricsResponse metrics;
+  EXPECT_EQ(Metric(ref, &metrics).error_code(), grpc::StatusCode::UNAVAILABLE);
+  std::string error;
+  ASSERT_TRUE(redis_.Start(&error)) << error;
+  redis_.Command({"RPUSH", "jobs", "y"});
+  ASSERT_TRUE(IsActive(ref, &active).ok());
+  EXPECT_TRUE(active);
+}
+
+TEST_F(ExternalScalerTest, TwoHundredConcurrentCallersCauseOneRedisReadPerTtl) {
+  harness_ = std::make_unique<ScalerHarness>(ServerOptions{}, milliseconds(3000));
+  channel_ = grpc::CreateChannel(harness_->target(), grpc::InsecureChannelCredentials());
+  stub_ = externalscaler::ExternalScaler::NewStub(channel_);
+  const auto ref = Ref({{"listName", "jobs"}});
+  redis_.Command({"RPUSH", "jobs", "x"});
+  const long before = redis_.CommandCalls("llen");
+  std::atomic<int> ok{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 200; ++i)
+    callers.emplace_back([&] {
+      bool active = false;
+      if (IsActive(ref, &active).ok() && active) ++ok;
+    });
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(ok.load(), 200);
+  EXPECT_EQ(redis_.CommandCalls("llen") - before, 1);
+}
+
+TEST_F(ExternalScalerTest, APushAboveTheThresholdReachesAnOpenStreamWithin100ms) {
+  const auto ref =
+      Ref({{"source", "push"}, {"queueName", "agent-tasks"}, {"activationQueueLength", "2"}});
+  auto pusher = v1::QueueDepthPush::NewStub(channel_);
+  auto push = [&](double depth) {
+    grpc::ClientContext ctx;
+    v1::QueueDepthReport report;
+    report.set_queue_name("agent-tasks");
+    report.set_depth(depth);
+    v1::QueueDepthAck ack;
+    return pusher->Report(&ctx, report, &ack);
+  };
+  ASSERT_TRUE(push(0).ok());
+  grpc::ClientContext stream_ctx;
+  auto stream = stub_->StreamIsActive(&stream_ctx, ref);
+  std::this_thread::sleep_for(milliseconds(150));  // the stream is open and has seen depth 0
+  ASSERT_TRUE(push(2).ok()) << "at the threshold: still inactive";
+  std::this_thread::sleep_for(milliseconds(50));
+  const auto pushed_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(push(3).ok());
+  externalscaler::IsActiveResponse r;
+  ASSERT_TRUE(stream->Read(&r));
+  const auto latency = std::chrono::steady_clock::now() - pushed_at;
+  EXPECT_TRUE(r.result());
+  std::cout << "[ push     ] push to stream: "
+            << std::chrono::duration<double, std::milli>(latency).count() << " ms\n";
+  EXPECT_LT(latency, milliseconds(100))
+      << std::chrono::duration<double, std::milli>(latency).count() << " ms";
+  stream_ctx.TryCancel();  // the client leaves; the server cleans up
+  EXPECT_FALSE(stream->Read(&r));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// Certificates made by openssl for this test: a CA, a server certificate for 127.0.0.1 and a
+// client certificate, all signed by the CA.
+class MtlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(tmp_.Path("make-certs.sh")) << R"(set -e
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=gpuvpa-test-ca
+for who in server client; do
+  openssl req -newkey rsa:2048 -nodes -keyout $who.key -out $who.csr -subj /CN=$who
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > $who.ext
+  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 1 -extfile $who.ext
+done
+)";
+    const std::string cmd =
+        "cd '" + tmp_.dir().string() + "' && bash make-certs.sh >openssl.log 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed: " << Read("openssl.log");
+  }
+  std::string Read(const std::string& name) {
+    std::ifstream in(tmp_.Path(name));
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  grpc::Status CallGetMetricSpec(const std::string& target,
+                                 std::shared_ptr<grpc::ChannelCredentials> creds) {
+    auto stub = externalscaler::ExternalScaler::NewStub(grpc::CreateChannel(target, creds));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    externalscaler::ScaledObjectRef ref;
+    (*ref.mutable_scalermetadata())["listName"] = "jobs";
+    externalscaler::GetMetricSpecResponse spec;
+    return stub->GetMetricSpec(&ctx, ref, &spec);
+  }
+  testing::ScopedTempDir tmp_;
+};
+
+TEST_F(MtlsTest, ClientWithoutCertificateIsRefusedAndWithOneItWorks) {
+  ServerOptions options;
+  options.tls_cert_file = tmp_.Path("server.pem");
+  options.tls_key_file = tmp_.Path("server.key");
+  options.client_ca_file = tmp_.Path("ca.pem");
+  ScalerHarness harness(options);
+  grpc::SslCredentialsOptions no_cert;
+  no_cert.pem_root_certs = Read("ca.pem");
+  grpc::Status refused = CallGetMetricSpec(harness.target(), grpc::SslCredentials(no_cert));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << "the handshake must fail";
+  grpc::SslCredentialsOptions with_cert = no_cert;
+  with_cert.pem_private_key = Read("client.key");
+  with_cert.pem_cert_chain = Read("client.pem");
+  grpc::Status accepted = CallGetMetricSpec(harness.target(), grpc::SslCredentials(with_cert));
+  EXPECT_TRUE(accepted.ok()) << accepted.error_message();
+  EXPECT_EQ(CallGetMetricSpec(harness.target(), grpc::InsecureChannelCredentials()).error_code(),
+            grpc::StatusCode::UNAVAILABLE)
+      << "plaintext is refused";
+}
+
+TEST_F(MtlsTest, TlsWithoutClientCaAcceptsAnyTlsClient) {
+  ServerOptions options;
+  options.tls_cert_file = tmp_.Path("server.pem");
+  options.tls_key_file = tmp_.Path("server.key");
+  ScalerHarness harness(options);
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = Read("ca.pem");
+  EXPECT_TRUE(CallGetMetricSpec(harness.target(), grpc::SslCredentials(tls)).ok());
+}
+
+}  // namespace
+}  // namespace gpuvpa::scaler
