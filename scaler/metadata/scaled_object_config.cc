@@ -170,6 +170,7 @@ Result<ScaledObjectConfig> ParseScaledObjectConfig(std::string_view name,
   GPUVPA_RETURN_IF_ERROR(r.String("costCenter", c.cost_center));
   if (c.cost_center.empty()) return r.Bad("costCenter", "", "must not be empty");
   GPUVPA_RETURN_IF_ERROR(r.Number("gpuPerReplica", c.gpu_per_replica, true));
+  GPUVPA_RETURN_IF_ERROR(r.String("gpuModel", c.gpu_model));
   GPUVPA_RETURN_IF_ERROR(r.Integer("maxReplicas", c.max_replicas, 1, 100000));
   if (source == "redis") {
     c.source = QueueSourceKind::kRedis;

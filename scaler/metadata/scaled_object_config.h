@@ -11,8 +11,9 @@
 //   prometheus: serverAddress, query, threshold (required), activationThreshold (default 0),
 //               ignoreNullValues (default true)
 //   push:       queueName, queueLength (default 5), activationQueueLength (default 0)
-//   metering:   costCenter (default "unallocated"), gpuPerReplica (default 1), maxReplicas
-//               (default 100: caps the replica estimate ceil(depth / target))
+//   metering:   costCenter (default "unallocated"), gpuPerReplica (default 1), gpuModel (the
+//               price book's model; without it metered GPU time is counted but not priced),
+//               maxReplicas (default 100: caps the replica estimate ceil(depth / target))
 //   scalerAddress is KEDA's own and ignored. Any other key is an error.
 // A ScaledObject is active when the depth is strictly above its activation threshold.
 #pragma once
@@ -58,6 +59,7 @@ struct ScaledObjectConfig {
   double activation = 0;    // active when depth > activation
   std::string cost_center = "unallocated";
   double gpu_per_replica = 1;
+  std::string gpu_model;
   int max_replicas = 100;
   RedisSourceConfig redis;
   PrometheusSourceConfig prometheus;

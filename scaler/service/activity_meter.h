@@ -1,0 +1,67 @@
+// Per-second metering of scaler-driven workloads: every depth the scaler reads for a
+// ScaledObject gives KEDA's replica estimate (ceil(depth / target) capped at maxReplicas while
+// active, 0 when not), held until the next read. Replica-seconds x GPUs per replica are written
+// to the ledger as priced metered_period rows under the ScaledObject's cost center, one row per
+// period that ends when the workload scales to zero or when the flush interval passes, next to
+// what the reservation it replaces (its peak replica count, always on) would have cost.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <string>
+
+#include "core/ledger.h"
+#include "core/price_book.h"
+#include "scaler/service/external_scaler_service.h"
+
+namespace gpuvpa::scaler {
+
+struct ActivityMeterOptions {
+  std::chrono::seconds flush_interval{3600};
+  // A silence longer than this (KEDA stopped polling, the scaler restarted) is not charged past
+  // this much: the estimate is held only while reads keep coming.
+  std::chrono::seconds max_hold{300};
+  std::string region;
+};
+
+class ActivityMeter final : public DepthObserver {
+ public:
+  using Clock = std::function<double()>;  // Unix seconds
+  // `ledger` may be null: GPU time is then only counted (see metered_gpu_seconds()).
+  ActivityMeter(ActivityMeterOptions options, Ledger* ledger, const PriceBook& prices,
+                std::ostream& log, Clock clock = DefaultClock());
+
+  void OnDepth(const ScaledObjectConfig& config, double depth) override;
+  // Closes every open period (on shutdown).
+  void FlushAll();
+  double metered_gpu_seconds(const std::string& cost_center) const;
+  size_t active_scaled_objects() const;
+
+  static Clock DefaultClock();
+
+ private:
+  struct Meter {
+    ScaledObjectConfig config;
+    double row_start_s = 0;
+    double last_s = 0;
+    int replicas = 0;
+    int peak_replicas = 0;
+    double replica_seconds = 0;
+  };
+  void AccrueLocked(Meter& m, double now);
+  void WriteRowLocked(Meter& m, double now);
+
+  const ActivityMeterOptions options_;
+  Ledger* ledger_;
+  const PriceBook& prices_;
+  std::ostream& log_;
+  const Clock clock_;
+  mutable std::mutex mu_;
+  std::map<std::string, Meter, std::less<>> meters_;  // by namespace/name
+  std::map<std::string, double, std::less<>> gpu_seconds_by_cost_center_;
+};
+
+}  // namespace gpuvpa::scaler
