@@ -17,12 +17,13 @@ ActivityMeter::Clock ActivityMeter::DefaultClock() {
 }
 
 ActivityMeter::ActivityMeter(ActivityMeterOptions options, Ledger* ledger, const PriceBook& prices,
-                             std::ostream& log, Clock clock)
+                             std::ostream& log, Clock clock, ScalerMetrics* metrics)
     : options_(std::move(options)),
       ledger_(ledger),
       prices_(prices),
       log_(log),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      metrics_(metrics) {}
 
 void ActivityMeter::AccrueLocked(Meter& m, double now) {
   const double held = std::min(now - m.last_s, static_cast<double>(options_.max_hold.count()));
@@ -30,6 +31,8 @@ void ActivityMeter::AccrueLocked(Meter& m, double now) {
     const double replica_seconds = m.replicas * held;
     m.replica_seconds += replica_seconds;
     gpu_seconds_by_cost_center_[m.config.cost_center] += replica_seconds * m.config.gpu_per_replica;
+    if (metrics_ != nullptr)
+      metrics_->MeteredGpuSeconds(m.config.cost_center, replica_seconds * m.config.gpu_per_replica);
   }
   m.last_s = now;
 }
@@ -47,6 +50,10 @@ void ActivityMeter::OnDepth(const ScaledObjectConfig& config, double depth) {
   }
   AccrueLocked(m, now);
   const bool scaled_to_zero = m.replicas > 0 && replicas == 0;
+  if ((m.replicas > 0) != (replicas > 0)) {
+    active_ = replicas > 0 ? active_ + 1 : active_ - 1;
+    if (metrics_ != nullptr) metrics_->SetActiveScaledObjects(static_cast<double>(active_));
+  }
   m.config = config;
   m.replicas = replicas;
   m.peak_replicas = std::max(m.peak_replicas, replicas);
@@ -118,8 +125,7 @@ double ActivityMeter::metered_gpu_seconds(const std::string& cost_center) const 
 
 size_t ActivityMeter::active_scaled_objects() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<size_t>(std::count_if(meters_.begin(), meters_.end(),
-                                           [](const auto& kv) { return kv.second.replicas > 0; }));
+  return active_;
 }
 
 }  // namespace gpuvpa::scaler

@@ -31,8 +31,9 @@ class ActivityMeter final : public DepthObserver {
  public:
   using Clock = std::function<double()>;  // Unix seconds
   // `ledger` may be null: GPU time is then only counted (see metered_gpu_seconds()).
+  // `metrics` may be null.
   ActivityMeter(ActivityMeterOptions options, Ledger* ledger, const PriceBook& prices,
-                std::ostream& log, Clock clock = DefaultClock());
+                std::ostream& log, Clock clock = DefaultClock(), ScalerMetrics* metrics = nullptr);
 
   void OnDepth(const ScaledObjectConfig& config, double depth) override;
   // Closes every open period (on shutdown).
@@ -59,9 +60,11 @@ class ActivityMeter final : public DepthObserver {
   const PriceBook& prices_;
   std::ostream& log_;
   const Clock clock_;
+  ScalerMetrics* metrics_;
   mutable std::mutex mu_;
   std::map<std::string, Meter, std::less<>> meters_;  // by namespace/name
   std::map<std::string, double, std::less<>> gpu_seconds_by_cost_center_;
+  size_t active_ = 0;  // meters with replicas > 0
 };
 
 }  // namespace gpuvpa::scaler

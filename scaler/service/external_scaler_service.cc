@@ -144,6 +144,12 @@ Result<ResolvedScaledObject> ExternalScalerService::Resolve(
   return core_.Resolve(ref.name(), ref.namespace_(), metadata);
 }
 
+grpc::Status ExternalScalerService::Done(const char* method, const Status& status) {
+  grpc::Status g = ToGrpcStatus(status);
+  if (metrics_ != nullptr) metrics_->Request(method, StatusCodeName(status.code()));
+  return g;
+}
+
 Result<double> ExternalScalerService::Depth(const ResolvedScaledObject& so) {
   Result<double> depth = core_.ReadDepth(so);
   if (depth.ok() && observer_ != nullptr) observer_->OnDepth(*so.config, *depth);
@@ -157,7 +163,7 @@ grpc::ServerUnaryReactor* ExternalScalerService::IsActive(
   Result<ResolvedScaledObject> so = Resolve(*request);
   Result<double> depth = so.ok() ? Depth(*so) : Result<double>(so.status());
   if (depth.ok()) response->set_result(so->config->IsActive(*depth));
-  reactor->Finish(ToGrpcStatus(depth.status()));
+  reactor->Finish(Done("IsActive", depth.status()));
   return reactor;
 }
 
@@ -167,7 +173,7 @@ grpc::ServerUnaryReactor* ExternalScalerService::GetMetricSpec(
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   Result<ResolvedScaledObject> so = Resolve(*request);  // parsed once, then a map lookup
   if (so.ok()) FillSpec(*so->config, response);
-  reactor->Finish(ToGrpcStatus(so.status()));
+  reactor->Finish(Done("GetMetricSpec", so.status()));
   return reactor;
 }
 
@@ -185,14 +191,15 @@ grpc::ServerUnaryReactor* ExternalScalerService::GetMetrics(
     SetIntegerValue(value, *depth);
     value->set_metricvaluefloat(*depth);
   }
-  reactor->Finish(ToGrpcStatus(depth.status()));
+  reactor->Finish(Done("GetMetrics", depth.status()));
   return reactor;
 }
 
 grpc::ServerWriteReactor<externalscaler::IsActiveResponse>* ExternalScalerService::StreamIsActive(
     grpc::CallbackServerContext*, const externalscaler::ScaledObjectRef* request) {
   Result<ResolvedScaledObject> so = Resolve(*request);
-  if (!so.ok()) return FailedStream<externalscaler::IsActiveResponse>(ToGrpcStatus(so.status()));
+  const grpc::Status opened = Done("StreamIsActive", so.status());
+  if (!so.ok()) return FailedStream<externalscaler::IsActiveResponse>(opened);
   return new ActiveStreamReactor(hub_, *so);
 }
 
@@ -200,8 +207,8 @@ grpc::ServerWriteReactor<externalscaler::GetMetricSpecResponse>*
 ExternalScalerService::StreamMetricSpec(grpc::CallbackServerContext*,
                                         const externalscaler::ScaledObjectRef* request) {
   Result<ResolvedScaledObject> so = Resolve(*request);
-  if (!so.ok())
-    return FailedStream<externalscaler::GetMetricSpecResponse>(ToGrpcStatus(so.status()));
+  const grpc::Status opened = Done("StreamMetricSpec", so.status());
+  if (!so.ok()) return FailedStream<externalscaler::GetMetricSpecResponse>(opened);
   return new MetricSpecStreamReactor(*so->config);
 }
 

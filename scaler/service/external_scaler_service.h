@@ -8,6 +8,7 @@
 #include "proto/externalscaler.grpc.pb.h"
 #include "scaler/service/activity_hub.h"
 #include "scaler/service/scaler_core.h"
+#include "scaler/service/scaler_metrics.h"
 
 namespace gpuvpa::scaler {
 
@@ -22,8 +23,10 @@ grpc::Status ToGrpcStatus(const Status& status);
 
 class ExternalScalerService final : public externalscaler::ExternalScaler::CallbackService {
  public:
-  ExternalScalerService(ScalerCore& core, ActivityHub& hub, DepthObserver* observer = nullptr)
-      : core_(core), hub_(hub), observer_(observer) {}
+  // `observer` and `metrics` may be null.
+  ExternalScalerService(ScalerCore& core, ActivityHub& hub, DepthObserver* observer = nullptr,
+                        ScalerMetrics* metrics = nullptr)
+      : core_(core), hub_(hub), observer_(observer), metrics_(metrics) {}
 
   grpc::ServerUnaryReactor* IsActive(grpc::CallbackServerContext* context,
                                      const externalscaler::ScaledObjectRef* request,
@@ -44,10 +47,12 @@ class ExternalScalerService final : public externalscaler::ExternalScaler::Callb
  private:
   Result<ResolvedScaledObject> Resolve(const externalscaler::ScaledObjectRef& ref);
   Result<double> Depth(const ResolvedScaledObject& so);
+  grpc::Status Done(const char* method, const Status& status);
 
   ScalerCore& core_;
   ActivityHub& hub_;
   DepthObserver* observer_;
+  ScalerMetrics* metrics_;
 };
 
 }  // namespace gpuvpa::scaler

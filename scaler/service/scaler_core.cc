@@ -21,8 +21,9 @@ std::string ResolveKey(std::string_view name, std::string_view ns,
 
 }  // namespace
 
-ScalerCore::ScalerCore(ScalerCoreOptions options, const PushDepthRegistry& push)
-    : options_(options), push_(push), cache_(options.cache_ttl) {}
+ScalerCore::ScalerCore(ScalerCoreOptions options, const PushDepthRegistry& push,
+                       ScalerMetrics* metrics)
+    : options_(options), push_(push), metrics_(metrics), cache_(options.cache_ttl) {}
 
 Result<ResolvedScaledObject> ScalerCore::Resolve(std::string_view name,
                                                  std::string_view namespace_name,
@@ -58,9 +59,23 @@ Result<ResolvedScaledObject> ScalerCore::Resolve(std::string_view name,
 }
 
 Result<double> ScalerCore::ReadDepth(const ResolvedScaledObject& so) {
+  auto timed_read = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    Result<double> depth = so.source->ReadDepth();
+    if (metrics_ != nullptr)
+      metrics_->SourceRead(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return depth;
+  };
   // Push depths are in memory already and must be seen the moment they arrive.
-  if (so.config->source == QueueSourceKind::kPush) return so.source->ReadDepth();
-  return cache_.Get(so.source->Describe(), [&] { return so.source->ReadDepth(); });
+  if (so.config->source == QueueSourceKind::kPush) return timed_read();
+  bool read_here = false;
+  Result<double> depth = cache_.Get(so.source->Describe(), [&] {
+    read_here = true;
+    return timed_read();
+  });
+  if (!read_here && metrics_ != nullptr) metrics_->CacheHit();
+  return depth;
 }
 
 size_t ScalerCore::scaled_objects() const {

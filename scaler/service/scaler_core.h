@@ -10,6 +10,7 @@
 #include <string>
 
 #include "scaler/metadata/scaled_object_config.h"
+#include "scaler/service/scaler_metrics.h"
 #include "scaler/sources/depth_cache.h"
 #include "scaler/sources/push_source.h"
 #include "scaler/sources/queue_depth_source.h"
@@ -30,7 +31,9 @@ struct ResolvedScaledObject {
 
 class ScalerCore {
  public:
-  ScalerCore(ScalerCoreOptions options, const PushDepthRegistry& push);
+  // `metrics` may be null.
+  ScalerCore(ScalerCoreOptions options, const PushDepthRegistry& push,
+             ScalerMetrics* metrics = nullptr);
 
   // INVALID_ARGUMENT for bad metadata (naming the key), FAILED_PRECONDITION for a source this
   // build does not have.
@@ -45,6 +48,7 @@ class ScalerCore {
  private:
   const ScalerCoreOptions options_;
   const PushDepthRegistry& push_;
+  ScalerMetrics* metrics_;
   DepthCache cache_;
   mutable std::mutex mu_;
   std::map<std::string, ResolvedScaledObject, std::less<>>

@@ -1,0 +1,55 @@
+// Scaler metrics.
+#include "scaler/service/scaler_metrics.h"
+
+namespace gpuvpa::scaler {
+
+ScalerMetrics::ScalerMetrics(std::shared_ptr<prometheus::Registry> registry)
+    : registry_(std::move(registry)),
+      requests_(prometheus::BuildCounter()
+                    .Name("gpuvpa_scaler_requests_total")
+                    .Help("ExternalScaler RPCs by method and gRPC status code")
+                    .Register(*registry_)),
+      source_read_seconds_(
+          prometheus::BuildHistogram()
+              .Name("gpuvpa_scaler_source_read_seconds")
+              .Help("Latency of queue-depth reads from the backend (cache misses)")
+              .Register(*registry_)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                               0.025, 0.05, 0.1, 0.25, 0.5, 1})),
+      cache_hits_(prometheus::BuildCounter()
+                      .Name("gpuvpa_scaler_cache_hits_total")
+                      .Help("Depth reads answered from the cache or by a coalesced read")
+                      .Register(*registry_)
+                      .Add({})),
+      active_scaled_objects_(prometheus::BuildGauge()
+                                 .Name("gpuvpa_scaler_active_scaled_objects")
+                                 .Help("ScaledObjects whose last read was active")
+                                 .Register(*registry_)
+                                 .Add({})),
+      metered_gpu_seconds_(prometheus::BuildCounter()
+                               .Name("gpuvpa_scaler_metered_gpu_seconds_total")
+                               .Help("GPU-seconds of active replicas, by cost center")
+                               .Register(*registry_)) {}
+
+void ScalerMetrics::Request(const std::string& method, const std::string& code) {
+  const std::string key = method + "\n" + code;
+  prometheus::Counter* counter = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = request_counters_.find(key);
+    if (it == request_counters_.end())
+      it = request_counters_.emplace(key, &requests_.Add({{"method", method}, {"code", code}}))
+               .first;
+    counter = it->second;
+  }
+  counter->Increment();
+}
+
+void ScalerMetrics::SourceRead(double seconds) { source_read_seconds_.Observe(seconds); }
+void ScalerMetrics::CacheHit() { cache_hits_.Increment(); }
+void ScalerMetrics::SetActiveScaledObjects(double n) { active_scaled_objects_.Set(n); }
+void ScalerMetrics::MeteredGpuSeconds(const std::string& cost_center, double gpu_seconds) {
+  metered_gpu_seconds_.Add({{"cost_center", cost_center}}).Increment(gpu_seconds);
+}
+
+}  // namespace gpuvpa::scaler

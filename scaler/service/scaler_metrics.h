@@ -1,0 +1,41 @@
+// gpuvpa-scaler's own Prometheus metrics (prometheus-cpp), declared once here. Label sets are
+// bounded: RPC method and status code, cost center; never a pod, queue item or request id.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace gpuvpa::scaler {
+
+class ScalerMetrics {
+ public:
+  explicit ScalerMetrics(std::shared_ptr<prometheus::Registry> registry);
+
+  void Request(const std::string& method, const std::string& code);
+  void SourceRead(double seconds);
+  void CacheHit();
+  void SetActiveScaledObjects(double n);
+  void MeteredGpuSeconds(const std::string& cost_center, double gpu_seconds);
+
+  const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Histogram& source_read_seconds_;
+  prometheus::Counter& cache_hits_;
+  prometheus::Gauge& active_scaled_objects_;
+  prometheus::Family<prometheus::Counter>& metered_gpu_seconds_;
+  std::mutex mu_;  // Family::Add is thread-safe; the cache of label lookups is ours
+  std::map<std::string, prometheus::Counter*> request_counters_;
+};
+
+}  // namespace gpuvpa::scaler
