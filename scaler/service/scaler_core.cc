@@ -39,7 +39,8 @@ Result<ResolvedScaledObject> ScalerCore::Resolve(std::string_view name,
   std::unique_ptr<QueueDepthSource> source;
   switch (config->source) {
     case QueueSourceKind::kRedis:
-      source = std::make_unique<RedisQueueSource>(config->redis, options_.source_timeout);
+      source = std::make_unique<RedisQueueSource>(config->redis, options_.source_timeout,
+                                                  options_.redis_password);
       break;
     case QueueSourceKind::kPush:
       source = std::make_unique<PushQueueSource>(push_, config->push.queue_name);

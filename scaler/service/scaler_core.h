@@ -21,6 +21,9 @@ struct ScalerCoreOptions {
   std::chrono::milliseconds cache_ttl{1000};      // one backend read per queue per TTL
   std::chrono::milliseconds source_timeout{500};  // well inside the HPA path's 3 s deadline
   size_t max_scaled_objects = 100000;             // bound on remembered metadata variants
+  // For every Redis source (read from a file by the caller; never logged). KEDA does not forward
+  // TriggerAuthentication secrets to external scalers.
+  std::string redis_password;
 };
 
 // A ScaledObject as the core knows it: its config and its queue's source.

@@ -1,5 +1,9 @@
 // gpuvpa-scaler's ExternalScaler over a real gRPC socket, with a real redis-server behind it.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <prometheus/exposer.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -8,9 +12,11 @@
 #include <sstream>
 #include <thread>
 
+#include "core/price_book.h"
 #include "proto/externalscaler.grpc.pb.h"
 #include "proto/gpuvpa.grpc.pb.h"
 #include "scaler/service/activity_hub.h"
+#include "scaler/service/activity_meter.h"
 #include "scaler/service/external_scaler_service.h"
 #include "scaler/service/push_service.h"
 #include "scaler/service/scaler_core.h"
@@ -23,14 +29,21 @@ namespace {
 
 using std::chrono::milliseconds;
 
+ScalerCoreOptions CoreOptions(milliseconds ttl) {
+  ScalerCoreOptions o;
+  o.cache_ttl = ttl;
+  return o;
+}
+
 // The scaler's services on 127.0.0.1 (ephemeral port) with the given transport security.
 class ScalerHarness {
  public:
-  explicit ScalerHarness(ServerOptions options, milliseconds ttl = milliseconds(200))
+  explicit ScalerHarness(ServerOptions options, milliseconds ttl = milliseconds(200),
+                         ScalerMetrics* metrics = nullptr, DepthObserver* observer = nullptr)
       : push_(milliseconds(60000)),
-        core_({ttl, milliseconds(500)}, push_),
+        core_(CoreOptions(ttl), push_, metrics),
         hub_(core_, push_, milliseconds(50)),
-        scaler_(core_, hub_),
+        scaler_(core_, hub_, observer, metrics),
         push_service_(push_) {
     Result<RunningServer> s = StartServer(options, {&scaler_, &push_service_});
     EXPECT_TRUE(s.ok()) << s.status().message();
@@ -219,6 +232,59 @@ TEST_F(ExternalScalerTest, APushAboveTheThresholdReachesAnOpenStreamWithin100ms)
   stream_ctx.TryCancel();  // the client leaves; the server cleans up
   EXPECT_FALSE(stream->Read(&r));
   EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// GET http://127.0.0.1:port/path, the whole response as text.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  (void)::write(fd, request.data(), request.size());
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+TEST_F(ExternalScalerTest, MetricsEndpointCountsRequestsReadsAndMeteredGpuTime) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  ScalerMetrics metrics(registry);
+  prometheus::Exposer exposer("127.0.0.1:0");
+  exposer.RegisterCollectable(registry);
+  PriceBook prices;
+  std::ostringstream log;
+  ActivityMeter meter({}, nullptr, prices, log, ActivityMeter::DefaultClock(), &metrics);
+  harness_ = std::make_unique<ScalerHarness>(ServerOptions{}, milliseconds(200), &metrics, &meter);
+  channel_ = grpc::CreateChannel(harness_->target(), grpc::InsecureChannelCredentials());
+  stub_ = externalscaler::ExternalScaler::NewStub(channel_);
+  redis_.Command({"RPUSH", "jobs", "x"});
+  bool active = false;
+  const auto ref = Ref({{"listName", "jobs"}, {"costCenter", "search"}});
+  ASSERT_TRUE(IsActive(ref, &active).ok());
+  ASSERT_TRUE(IsActive(ref, &active).ok());  // from the cache
+  EXPECT_EQ(IsActive(Ref({}), &active).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_TRUE(IsActive(ref, &active).ok());  // accrues GPU time for the active replica
+  const std::string text = HttpGet(exposer.GetListeningPorts().at(0), "/metrics");
+  EXPECT_NE(text.find("gpuvpa_scaler_requests_total{code=\"OK\",method=\"IsActive\"} 3"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("gpuvpa_scaler_requests_total{code=\"INVALID_ARGUMENT\",method=\"IsActive\"} 1"),
+      std::string::npos);
+  EXPECT_NE(text.find("gpuvpa_scaler_source_read_seconds_count 1"), std::string::npos);
+  EXPECT_NE(text.find("gpuvpa_scaler_cache_hits_total"), std::string::npos);
+  EXPECT_NE(text.find("gpuvpa_scaler_active_scaled_objects 1"), std::string::npos);
+  EXPECT_NE(text.find("gpuvpa_scaler_metered_gpu_seconds_total{cost_center=\"search\"}"),
+            std::string::npos);
 }
 
 // Certificates made by openssl for this test: a CA, a server certificate for 127.0.0.1 and a

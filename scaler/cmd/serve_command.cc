@@ -1,0 +1,121 @@
+// Serve command: wires config, ledger, sources, services, TLS and /metrics.
+#include "scaler/cmd/serve_command.h"
+
+#include <prometheus/exposer.h>
+#include <signal.h>
+
+#include "core/atomic_file.h"
+#include "core/config.h"
+#include "core/flags.h"
+#include "core/ledger.h"
+#include "scaler/service/activity_hub.h"
+#include "scaler/service/activity_meter.h"
+#include "scaler/service/external_scaler_service.h"
+#include "scaler/service/push_service.h"
+#include "scaler/service/scaler_core.h"
+#include "scaler/service/server.h"
+
+namespace gpuvpa::scaler {
+
+int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  ServerOptions server;
+  server.listen_address = "0.0.0.0:9090";
+  std::string metrics_listen = "0.0.0.0:9091";
+  std::string ledger_path;
+  std::string config_path;
+  std::string redis_password_file;
+  int cache_ttl_ms = 1000;
+  int source_timeout_ms = 500;
+  int push_staleness_s = 300;
+  FlagParser flags("serve");
+  flags.AddString("listen", &server.listen_address, "gRPC address (default 0.0.0.0:9090)");
+  flags.AddString("tls-cert", &server.tls_cert_file,
+                  "server certificate (PEM); with --tls-key enables TLS");
+  flags.AddString("tls-key", &server.tls_key_file, "server private key (PEM)");
+  flags.AddString("client-ca", &server.client_ca_file,
+                  "CA (PEM) that client certificates must chain to (mTLS)");
+  flags.AddString("metrics-listen", &metrics_listen,
+                  "/metrics address (default 0.0.0.0:9091; empty: off)");
+  flags.AddString("ledger", &ledger_path, "ledger for metered periods (default: none)");
+  flags.AddString("config", &config_path, "gpuvpa config (prices, region)");
+  flags.AddString("redis-password-file", &redis_password_file, "file holding the Redis password");
+  flags.AddInt("cache-ttl-ms", &cache_ttl_ms, "one backend read per queue per this (default 1000)");
+  flags.AddInt("source-timeout-ms", &source_timeout_ms, "queue read timeout (default 500)");
+  flags.AddInt("push-staleness-seconds", &push_staleness_s,
+               "push reports older than this are UNAVAILABLE (300)");
+  if (!flags.ParseOrExplain(args, err)) return kExitUsage;
+
+  Result<GpuvpaConfig> config = LoadConfigFile(config_path);
+  if (!config.ok()) {
+    err << "serve: " << config.status().message() << "\n";
+    return kExitFailure;
+  }
+  ScalerCoreOptions core_options;
+  core_options.cache_ttl = std::chrono::milliseconds(cache_ttl_ms);
+  core_options.source_timeout = std::chrono::milliseconds(source_timeout_ms);
+  if (!redis_password_file.empty()) {
+    Result<std::string> password = ReadWholeFile(redis_password_file);
+    if (!password.ok()) {
+      err << "serve: " << password.status().message() << "\n";
+      return kExitFailure;
+    }
+    core_options.redis_password = *password;
+    while (!core_options.redis_password.empty() && (core_options.redis_password.back() == '\n' ||
+                                                    core_options.redis_password.back() == '\r'))
+      core_options.redis_password.pop_back();
+  }
+  std::unique_ptr<Ledger> ledger;
+  if (!ledger_path.empty()) {
+    Result<std::unique_ptr<Ledger>> opened = Ledger::Open(ledger_path);
+    if (!opened.ok()) {
+      err << "serve: " << opened.status().message() << "\n";
+      return kExitFailure;
+    }
+    ledger = std::move(opened).value();
+  }
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  ScalerMetrics metrics(registry);
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!metrics_listen.empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(metrics_listen);
+      exposer->RegisterCollectable(registry);
+    } catch (const std::exception& e) {
+      err << "serve: cannot serve /metrics on " << metrics_listen << ": " << e.what() << "\n";
+      return kExitFailure;
+    }
+  }
+  PushDepthRegistry push{std::chrono::seconds(push_staleness_s)};
+  ScalerCore core(core_options, push, &metrics);
+  ActivityHub hub(core, push, core_options.cache_ttl);
+  ActivityMeter meter({std::chrono::seconds(3600), std::chrono::seconds(300), config->region},
+                      ledger.get(), config->prices, err, ActivityMeter::DefaultClock(), &metrics);
+  ExternalScalerService scaler(core, hub, &meter, &metrics);
+  QueueDepthPushService push_service(push);
+
+  // Block the stop signals before any thread starts, then wait for one.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  Result<RunningServer> running = StartServer(server, {&scaler, &push_service});
+  if (!running.ok()) {
+    err << "serve: " << running.status().message() << "\n";
+    return kExitFailure;
+  }
+  out << "gpuvpa-scaler: serving ExternalScaler and QueueDepthPush on port " << running->port
+      << (server.tls_cert_file.empty()    ? " (plaintext)"
+          : server.client_ca_file.empty() ? " (TLS)"
+                                          : " (mTLS)")
+      << (metrics_listen.empty() ? "" : ", /metrics on " + metrics_listen) << std::endl;
+  int signal = 0;
+  sigwait(&stop, &signal);
+  out << "gpuvpa-scaler: signal " << signal << ", shutting down" << std::endl;
+  running->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  meter.FlushAll();
+  return 0;
+}
+
+}  // namespace gpuvpa::scaler
