@@ -1,0 +1,125 @@
+// Load client for gpuvpa-scaler: GetMetrics latency at a fixed request rate across many distinct
+// ScaledObjects, over loopback gRPC. Open loop: each request is timed from when it was due, so a
+// slow server cannot hide its queueing (no coordinated omission).
+//
+//   build/bin/scaler_load [--rate 2000] [--seconds 10] [--scaled-objects 10000] [--threads 8]
+//                         [--target HOST:PORT]   # default: an in-process server on 127.0.0.1
+// ScaledObjects use the push source (each its own queue, reported once up front), so the
+// figures are the scaler's own cost, not a queue backend's.
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "core/flags.h"
+#include "proto/externalscaler.grpc.pb.h"
+#include "proto/gpuvpa.grpc.pb.h"
+#include "scaler/service/activity_hub.h"
+#include "scaler/service/external_scaler_service.h"
+#include "scaler/service/push_service.h"
+#include "scaler/service/scaler_core.h"
+#include "scaler/service/server.h"
+
+using namespace gpuvpa;          // NOLINT: a benchmark's main
+using namespace gpuvpa::scaler;  // NOLINT
+using Clock = std::chrono::steady_clock;
+
+int main(int argc, char** argv) {
+  double rate = 2000;
+  int seconds = 10;
+  int scaled_objects = 10000;
+  int threads = 8;
+  std::string target;
+  FlagParser flags("scaler_load");
+  flags.AddDouble("rate", &rate, "requests per second (default 2000)");
+  flags.AddInt("seconds", &seconds, "duration (default 10)");
+  flags.AddInt("scaled-objects", &scaled_objects, "distinct ScaledObjects (default 10000)");
+  flags.AddInt("threads", &threads, "client threads (default 8)");
+  flags.AddString("target", &target, "scaler address (default: in-process server)");
+  if (!flags.ParseOrExplain(std::vector<std::string>(argv + 1, argv + argc), std::cerr))
+    return kExitUsage;
+
+  // In-process server unless a target is given.
+  PushDepthRegistry push{std::chrono::hours(1)};
+  ScalerCore core(ScalerCoreOptions{}, push);
+  ActivityHub hub(core, push, std::chrono::milliseconds(1000));
+  ExternalScalerService service(core, hub);
+  QueueDepthPushService push_service(push);
+  RunningServer server;
+  if (target.empty()) {
+    Result<RunningServer> started = StartServer(ServerOptions{}, {&service, &push_service});
+    if (!started.ok()) {
+      std::cerr << started.status().message() << "\n";
+      return kExitFailure;
+    }
+    server = std::move(started).value();
+    target = "127.0.0.1:" + std::to_string(server.port);
+  }
+  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  auto pusher = v1::QueueDepthPush::NewStub(channel);
+  std::vector<externalscaler::GetMetricsRequest> requests(static_cast<size_t>(scaled_objects));
+  for (int i = 0; i < scaled_objects; ++i) {
+    const std::string queue = "q-" + std::to_string(i);
+    grpc::ClientContext ctx;
+    v1::QueueDepthReport report;
+    report.set_queue_name(queue);
+    report.set_depth(i % 50);
+    v1::QueueDepthAck ack;
+    if (!pusher->Report(&ctx, report, &ack).ok()) {
+      std::cerr << "push failed\n";
+      return kExitFailure;
+    }
+    externalscaler::GetMetricsRequest& r = requests[static_cast<size_t>(i)];
+    r.set_metricname("push-" + queue);
+    externalscaler::ScaledObjectRef* ref = r.mutable_scaledobjectref();
+    ref->set_name("so-" + std::to_string(i));
+    ref->set_namespace_("load");
+    (*ref->mutable_scalermetadata())["source"] = "push";
+    (*ref->mutable_scalermetadata())["queueName"] = queue;
+  }
+
+  const auto interval = std::chrono::duration<double>(threads / rate);
+  const auto start = Clock::now() + std::chrono::milliseconds(100);
+  const int per_thread = static_cast<int>(rate * seconds / threads);
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
+  std::atomic<int> errors{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      auto stub = externalscaler::ExternalScaler::NewStub(channel);
+      std::vector<double>& mine = latencies[static_cast<size_t>(t)];
+      mine.reserve(static_cast<size_t>(per_thread));
+      for (int k = 0; k < per_thread; ++k) {
+        const auto due = start + std::chrono::duration_cast<Clock::duration>(
+                                     interval * k + interval * (static_cast<double>(t) / threads));
+        std::this_thread::sleep_until(due);
+        const auto& request = requests[static_cast<size_t>((k * threads + t) % scaled_objects)];
+        grpc::ClientContext ctx;
+        externalscaler::GetMetricsResponse response;
+        if (!stub->GetMetrics(&ctx, request, &response).ok()) ++errors;
+        mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - due).count());
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (const auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  auto pct = [&](double p) {
+    return all[std::min(all.size() - 1, static_cast<size_t>(p * static_cast<double>(all.size())))];
+  };
+  std::printf(
+      "GetMetrics over %zu requests, %d ScaledObjects, %.0f req/s offered, %.0f req/s achieved, %d "
+      "errors\n",
+      all.size(), scaled_objects, rate, static_cast<double>(all.size()) / elapsed, errors.load());
+  std::printf("latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n", pct(0.50),
+              pct(0.90), pct(0.99), pct(0.999), all.back());
+  if (server.server) server.server->Shutdown();
+  return errors.load() == 0 ? 0 : kExitFailure;
+}
