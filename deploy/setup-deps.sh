@@ -8,7 +8,7 @@ packages=(
   protobuf-compiler libprotobuf-dev protobuf-compiler-grpc libgrpc++-dev
   prometheus-cpp-dev libboost-dev libboost-system-dev libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  redis-server libsqlite3-dev sqlite3 libhiredis-dev libssl-dev openssl nlohmann-json3-dev libyaml-cpp-dev
+  redis-server prometheus libsqlite3-dev sqlite3 libhiredis-dev libssl-dev openssl nlohmann-json3-dev libyaml-cpp-dev
   clang-format clang-tidy
 )
 

@@ -1,6 +1,7 @@
 // Scaler core.
 #include "scaler/service/scaler_core.h"
 
+#include "scaler/sources/prometheus_source.h"
 #include "scaler/sources/redis_source.h"
 
 namespace gpuvpa::scaler {
@@ -46,8 +47,8 @@ Result<ResolvedScaledObject> ScalerCore::Resolve(std::string_view name,
       source = std::make_unique<PushQueueSource>(push_, config->push.queue_name);
       break;
     case QueueSourceKind::kPrometheus:
-      return FailedPreconditionError(
-          "source prometheus is not available in this build of gpuvpa-scaler yet");
+      source = std::make_unique<PrometheusQueueSource>(config->prometheus, options_.source_timeout);
+      break;
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (resolved_.size() >= options_.max_scaled_objects)

@@ -38,8 +38,7 @@ class ScalerCore {
   ScalerCore(ScalerCoreOptions options, const PushDepthRegistry& push,
              ScalerMetrics* metrics = nullptr);
 
-  // INVALID_ARGUMENT for bad metadata (naming the key), FAILED_PRECONDITION for a source this
-  // build does not have.
+  // INVALID_ARGUMENT for bad metadata (naming the key).
   Result<ResolvedScaledObject> Resolve(std::string_view name, std::string_view namespace_name,
                                        const TriggerMetadata& metadata);
   // UNAVAILABLE when the source is down or slow; never a fake 0.
