@@ -132,6 +132,9 @@ Status ParsePrometheus(MetadataReader& r, ScaledObjectConfig& c) {
   GPUVPA_RETURN_IF_ERROR(r.String("query", c.prometheus.query));
   if (c.prometheus.server_address.empty())
     return r.Missing("serverAddress", "for source prometheus");
+  if (!c.prometheus.server_address.starts_with("http://"))
+    return r.Bad("serverAddress", c.prometheus.server_address,
+                 "is not an http:// URL (https is not supported yet)");
   if (c.prometheus.query.empty()) return r.Missing("query", "for source prometheus");
   if (r.Find("threshold") == nullptr) return r.Missing("threshold", "for source prometheus");
   GPUVPA_RETURN_IF_ERROR(r.Number("threshold", c.target, true));

@@ -78,6 +78,11 @@ TEST(ScaledObjectConfigTest, BadMetadataIsInvalidArgumentNamingTheKey) {
                  {"activationThreshold", "-3"}},
                 "activationThreshold");
   ExpectInvalid({{"listName", "jobs"}, {"gpuPerReplica", "0"}}, "gpuPerReplica");
+  ExpectInvalid({{"source", "prometheus"},
+                 {"serverAddress", "https://p"},
+                 {"query", "q"},
+                 {"threshold", "1"}},
+                "serverAddress");
 }
 
 TEST(ScaledObjectConfigTest, ActivationIsStrictAndReplicasFollowTheHpaRule) {
