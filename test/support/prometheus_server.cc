@@ -1,10 +1,6 @@
 // Real Prometheus processes for tests.
 #include "test/support/prometheus_server.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,9 +10,8 @@
 #include <vector>
 
 #include "core/http_client.h"
+#include "test/support/process.h"
 #include "test/support/redis_server.h"
-
-extern char** environ;
 
 namespace gpuvpa::testing {
 
@@ -45,19 +40,9 @@ bool PrometheusServer::Start(std::string* error) {
                                    "--web.listen-address=127.0.0.1:" + std::to_string(port_),
                                    "--storage.tsdb.retention.time=10y",
                                    "--log.level=error"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t quiet;
-  posix_spawn_file_actions_init(&quiet);
   const std::string log = dir_ + "/prometheus.log";
-  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&quiet, STDOUT_FILENO, STDERR_FILENO);
-  const int rc = posix_spawnp(&pid_, "prometheus", &quiet, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&quiet);
-  if (rc != 0) {
-    pid_ = -1;
+  pid_ = SpawnProcess(args, log);
+  if (pid_ < 0) {
     *error = "cannot start prometheus (is it installed?)";
     return false;
   }
@@ -71,11 +56,6 @@ bool PrometheusServer::Start(std::string* error) {
   return false;
 }
 
-void PrometheusServer::Kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
-  pid_ = -1;
-}
+void PrometheusServer::Kill() { KillProcess(pid_); }
 
 }  // namespace gpuvpa::testing

@@ -2,19 +2,15 @@
 #include "test/support/redis_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <thread>
 
-extern char** environ;
+#include "test/support/process.h"
 
 namespace gpuvpa::testing {
 
@@ -40,18 +36,9 @@ bool RedisServer::Start(std::string* error) {
   std::vector<std::string> args = {
       "redis-server", "--port", port,          "--bind", "127.0.0.1",  "--save", "",
       "--appendonly", "no",     "--daemonize", "no",     "--loglevel", "warning"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // Its banner and log go nowhere: test output stays readable.
-  posix_spawn_file_actions_t quiet;
-  posix_spawn_file_actions_init(&quiet);
-  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  const int rc = posix_spawnp(&pid_, "redis-server", &quiet, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&quiet);
-  if (rc != 0) {
+  pid_ = SpawnProcess(args, "/dev/null");  // its banner and log go nowhere
+  if (pid_ < 0) {
     *error = "cannot start redis-server (is it installed?)";
-    pid_ = -1;
     return false;
   }
   for (int i = 0; i < 200; ++i) {
@@ -63,12 +50,7 @@ bool RedisServer::Start(std::string* error) {
   return false;
 }
 
-void RedisServer::Kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
-  pid_ = -1;
-}
+void RedisServer::Kill() { KillProcess(pid_); }
 
 std::string RedisServer::Command(const std::vector<std::string>& argv) const {
   timeval timeout{1, 0};

@@ -1,0 +1,17 @@
+// Child processes for tests (real servers): spawn with output to a file, kill as a crash would.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace gpuvpa::testing {
+
+// Starts `argv[0]` (searched in PATH) with stdout and stderr going to `output_path`. Returns the
+// pid, or -1 when it cannot start.
+pid_t SpawnProcess(std::vector<std::string> argv, const std::string& output_path);
+// SIGKILL and reap; sets `pid` to -1. Does nothing for -1.
+void KillProcess(pid_t& pid);
+
+}  // namespace gpuvpa::testing
