@@ -13,8 +13,9 @@ namespace gpuvpa {
 namespace {
 
 std::string TempLedgerPath(const char* name) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("gpuvpa-bench-" + std::string(name) + "-" + std::to_string(::getpid()) + ".db");
+  const auto path =
+      std::filesystem::temp_directory_path() /
+      ("gpuvpa-bench-" + std::string(name) + "-" + std::to_string(::getpid()) + ".db");
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
   return path.string();
 }
