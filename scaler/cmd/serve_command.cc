@@ -2,7 +2,8 @@
 #include "scaler/cmd/serve_command.h"
 
 #include <prometheus/exposer.h>
-#include <signal.h>
+
+#include <csignal>
 
 #include "core/atomic_file.h"
 #include "core/config.h"

@@ -113,7 +113,7 @@ Result<QueueReplayResult> ReplayQueue(std::vector<double> arrivals, const QueueR
       }
     }
 
-    const size_t arrived = static_cast<size_t>(
+    const auto arrived = static_cast<size_t>(
         std::upper_bound(arrivals.begin(), arrivals.end(), tick) - arrivals.begin());
     const auto in_service = static_cast<size_t>(std::count_if(
         finish_times.begin(), finish_times.end(), [&](double f) { return f > tick; }));

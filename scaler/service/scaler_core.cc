@@ -22,7 +22,7 @@ std::string ResolveKey(std::string_view name, std::string_view ns,
 
 }  // namespace
 
-ScalerCore::ScalerCore(ScalerCoreOptions options, const PushDepthRegistry& push,
+ScalerCore::ScalerCore(const ScalerCoreOptions& options, const PushDepthRegistry& push,
                        ScalerMetrics* metrics)
     : options_(options), push_(push), metrics_(metrics), cache_(options.cache_ttl) {}
 

@@ -35,7 +35,7 @@ struct ResolvedScaledObject {
 class ScalerCore {
  public:
   // `metrics` may be null.
-  ScalerCore(ScalerCoreOptions options, const PushDepthRegistry& push,
+  ScalerCore(const ScalerCoreOptions& options, const PushDepthRegistry& push,
              ScalerMetrics* metrics = nullptr);
 
   // INVALID_ARGUMENT for bad metadata (naming the key).

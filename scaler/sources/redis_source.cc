@@ -28,6 +28,14 @@ const redisReply* Field(const redisReply* map, std::string_view name) {
   return nullptr;
 }
 
+// Why a command failed: the server's error text, an unexpected reply type, or the connection's
+// error when there was no reply at all.
+std::string ErrorText(const redisReply* reply, const redisContext* ctx) {
+  if (reply == nullptr) return ctx->errstr;
+  if (reply->str != nullptr) return std::string(reply->str, reply->len);
+  return "unexpected reply type " + std::to_string(reply->type);
+}
+
 }  // namespace
 
 RedisQueueSource::RedisQueueSource(RedisSourceConfig config, std::chrono::milliseconds timeout,
@@ -62,7 +70,7 @@ Status RedisQueueSource::ConnectLocked() {
   redisSetTimeout(ctx_, ToTimeval(timeout_));
   auto command = [&](const std::string& what, Reply reply) -> Status {
     if (!reply || reply->type == REDIS_REPLY_ERROR) {
-      const std::string why = reply ? std::string(reply->str, reply->len) : ctx_->errstr;
+      const std::string why = ErrorText(reply.get(), ctx_);
       DropConnectionLocked();
       return UnavailableError(Describe() + ": " + what + ": " + why);
     }
@@ -85,8 +93,7 @@ Result<double> RedisQueueSource::QueryLocked() {
     return Reply(static_cast<redisReply*>(redisCommand(ctx_, format, args...)));
   };
   auto failed = [&](const Reply& reply, const char* what) -> Status {
-    const std::string why =
-        reply ? std::string(reply->str ? reply->str : "", reply->len) : ctx_->errstr;
+    const std::string why = ErrorText(reply.get(), ctx_);
     DropConnectionLocked();
     return UnavailableError(Describe() + ": " + what + ": " + why);
   };
