@@ -98,8 +98,6 @@ Status ParseRedis(MetadataReader& r, ScaledObjectConfig& c) {
     redis.port = port;
   }
   GPUVPA_RETURN_IF_ERROR(r.Integer("databaseIndex", redis.database_index, 0, 1 << 16));
-  GPUVPA_RETURN_IF_ERROR(r.Bool("enableTLS", redis.enable_tls));
-  GPUVPA_RETURN_IF_ERROR(r.Bool("unsafeSsl", redis.unsafe_ssl));
   std::string list, stream, zset;
   GPUVPA_RETURN_IF_ERROR(r.String("listName", list));
   GPUVPA_RETURN_IF_ERROR(r.String("stream", stream));
@@ -167,7 +165,8 @@ Result<ScaledObjectConfig> ParseScaledObjectConfig(std::string_view name,
   c.name = std::string(name);
   c.namespace_name = std::string(namespace_name);
   MetadataReader r(metadata);
-  (void)r.Find("scalerAddress");  // KEDA's own; forwarded verbatim
+  // KEDA's own keys, forwarded verbatim: how KEDA reaches this scaler, not queue settings.
+  for (const char* keda_key : {"scalerAddress", "enableTLS", "unsafeSsl"}) (void)r.Find(keda_key);
   std::string source = "redis";
   GPUVPA_RETURN_IF_ERROR(r.String("source", source));
   GPUVPA_RETURN_IF_ERROR(r.String("costCenter", c.cost_center));

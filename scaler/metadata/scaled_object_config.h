@@ -4,7 +4,7 @@
 //
 // Keys follow KEDA's own scalers where they exist:
 //   source: redis (default) | prometheus | push
-//   redis:      address (host:port) or host + port, databaseIndex, enableTLS, unsafeSsl, and one
+//   redis:      address (host:port) or host + port, databaseIndex, and one
 //               of listName (LLEN) | stream + consumerGroup (lag) | sortedSetName (ZCARD);
 //               target listLength (default 5; lagCount for streams), activationListLength
 //               (default 0; activationLagCount for streams)
@@ -14,7 +14,9 @@
 //   metering:   costCenter (default "unallocated"), gpuPerReplica (default 1), gpuModel (the
 //               price book's model; without it metered GPU time is counted but not priced),
 //               maxReplicas (default 100: caps the replica estimate ceil(depth / target))
-//   scalerAddress is KEDA's own and ignored. Any other key is an error.
+//   scalerAddress, enableTLS and unsafeSsl are KEDA's own (how KEDA dials this scaler) and
+//   ignored here; so Redis TLS has no key of its own yet (not supported). Any other key is an
+//   error.
 // A ScaledObject is active when the depth is strictly above its activation threshold.
 #pragma once
 
@@ -33,8 +35,6 @@ struct RedisSourceConfig {
   std::string host = "127.0.0.1";
   int port = 6379;
   int database_index = 0;
-  bool enable_tls = false;
-  bool unsafe_ssl = false;
   RedisDataType data_type = RedisDataType::kList;
   std::string key;             // list, stream or sorted set name
   std::string consumer_group;  // streams only

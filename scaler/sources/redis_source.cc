@@ -58,9 +58,6 @@ void RedisQueueSource::DropConnectionLocked() {
 }
 
 Status RedisQueueSource::ConnectLocked() {
-  if (config_.enable_tls)
-    return UnavailableError(Describe() +
-                            ": enableTLS is not supported by this build (hiredis without TLS)");
   ctx_ = redisConnectWithTimeout(config_.host.c_str(), config_.port, ToTimeval(timeout_));
   if (ctx_ == nullptr || ctx_->err) {
     const std::string why = ctx_ ? ctx_->errstr : "out of memory";

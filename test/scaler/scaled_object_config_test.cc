@@ -65,7 +65,7 @@ TEST(ScaledObjectConfigTest, BadMetadataIsInvalidArgumentNamingTheKey) {
   ExpectInvalid({{"listName", "jobs"}, {"activationListLength", "-1"}}, "activationListLength");
   ExpectInvalid({{"source", "kafka"}, {"listName", "jobs"}}, "source");
   ExpectInvalid({{"listName", "jobs"}, {"listLength", "0"}}, "listLength");
-  ExpectInvalid({{"listName", "jobs"}, {"enableTLS", "yes"}}, "enableTLS");
+  ExpectInvalid({{"listName", "jobs"}, {"databaseIndex", "-1"}}, "databaseIndex");
   ExpectInvalid({{"listName", "jobs"}, {"address", "redis"}}, "address");
   ExpectInvalid({{"listName", "jobs"}, {"lisLength", "3"}}, "lisLength");
   ExpectInvalid({{"stream", "events"}}, "consumerGroup");
