@@ -262,7 +262,7 @@ TEST_F(ExternalScalerTest, MetricsEndpointCountsRequestsReadsAndMeteredGpuTime) 
   PriceBook prices;
   std::ostringstream log;
   ActivityMeter meter({}, nullptr, prices, log, ActivityMeter::DefaultClock(), &metrics);
-  harness_ = std::make_unique<ScalerHarness>(ServerOptions{}, milliseconds(200), &metrics, &meter);
+  harness_ = std::make_unique<ScalerHarness>(ServerOptions{}, milliseconds(5000), &metrics, &meter);
   channel_ = grpc::CreateChannel(harness_->target(), grpc::InsecureChannelCredentials());
   stub_ = externalscaler::ExternalScaler::NewStub(channel_);
   redis_.Command({"RPUSH", "jobs", "x"});
