@@ -241,17 +241,15 @@ Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
       "monthly_after_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd "
       "FROM actions WHERE time_s >= ?1 AND time_s < ?2";
   // Savings still proposed: the latest recommendation of each workload, if still proposed.
-  auto proposed_sql = [&](const std::string& key) {
-    return "SELECT " + key +
-           ", SUM(monthly_before_micro_usd - monthly_after_micro_usd) FROM ("
-           "SELECT " +
-           group +
-           ", status, monthly_before_micro_usd, monthly_after_micro_usd, ROW_NUMBER() OVER ("
-           "PARTITION BY namespace, workload ORDER BY time_s DESC, seq DESC) AS latest "
-           "FROM actions WHERE kind = 'recommendation' AND time_s >= ?1 AND time_s < ?2) "
-           "WHERE latest = 1 AND status = 'proposed' GROUP BY " +
-           key;
-  };
+  const std::string proposed_sql =
+      "SELECT " + group +
+      ", SUM(monthly_before_micro_usd - monthly_after_micro_usd) FROM (SELECT " + group +
+      ", status, monthly_before_micro_usd, monthly_after_micro_usd, ROW_NUMBER() OVER ("
+      "PARTITION BY namespace, workload ORDER BY time_s DESC, seq DESC) AS latest "
+      "FROM actions WHERE kind = 'recommendation' AND time_s >= ?1 AND time_s < ?2) "
+      "WHERE latest = 1 AND status = 'proposed' GROUP BY " +
+      group;
+
   auto run = [&](const std::string& sql, auto&& on_row) -> Status {
     Statement s(db_, sql.c_str());
     if (!s.ok()) return Error("prepare showback");
@@ -294,14 +292,14 @@ Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
     r.metered += sqlite3_column_int64(st, 11);
     r.reserved += sqlite3_column_int64(st, 12);
   });
+  if (s.ok())
+    s = run(proposed_sql, [&](sqlite3_stmt* st) {
+      // A workload's latest recommendation lies in the window, so its group was scanned above.
+      if (auto it = groups.find(column_view(st, 0)); it != groups.end())
+        it->second.savings_proposed_monthly = sqlite3_column_int64(st, 1);
+    });
   Showback out;
   for (auto& [key, row] : groups) out.groups.push_back(std::move(row));
-  if (s.ok())
-    s = run(proposed_sql(group), [&](sqlite3_stmt* st) {
-      const std::string g = ColumnText(st, 0);
-      for (ShowbackRow& r : out.groups)
-        if (r.group == g) r.savings_proposed_monthly = sqlite3_column_int64(st, 1);
-    });
   // Integer sums: the total of the groups is exact, and every row belongs to exactly one group
   // (the grouping columns are NOT NULL).
   out.total.group = "TOTAL";

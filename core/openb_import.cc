@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.h"
 #include "core/flags.h"
+#include "core/text_lines.h"
 
 namespace gpuvpa {
 namespace {
@@ -18,11 +19,7 @@ class SimpleCsv {
     size_t pos = 0;
     bool header = true;
     while (pos < text.size()) {
-      size_t nl = text.find('\n', pos);
-      if (nl == std::string_view::npos) nl = text.size();
-      std::string_view line = text.substr(pos, nl - pos);
-      pos = nl + 1;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      const std::string_view line = NextLine(text, pos);
       if (line.empty()) continue;
       std::vector<std::string_view> fields;
       for (size_t start = 0;;) {

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "core/gpu_allocation.h"
+#include "core/text_lines.h"
 #include "core/time_format.h"
 #include "core/workload_key.h"
 
@@ -63,16 +64,6 @@ size_t SplitFields(std::string_view line, std::array<std::string_view, kMaxField
 bool ParseDouble(std::string_view s, double& out) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(out);
-}
-
-// Returns the next line (without '\n' or '\r') and advances `pos`.
-std::string_view NextLine(std::string_view text, size_t& pos) {
-  const size_t nl = text.find('\n', pos);
-  const size_t end = nl == std::string_view::npos ? text.size() : nl;
-  std::string_view line = text.substr(pos, end - pos);
-  pos = nl == std::string_view::npos ? text.size() : nl + 1;
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <deque>
 #include <limits>
 
+#include "core/text_lines.h"
 #include "core/time_format.h"
 
 namespace gpuvpa::scaler {
@@ -30,16 +31,12 @@ double Percentile(std::vector<double>& v, double p) {
 
 Result<std::vector<double>> ReadArrivals(std::string_view csv) {
   std::vector<double> out;
-  size_t pos = csv.find('\n');
-  if (pos == std::string_view::npos) return InvalidArgumentError("arrivals: no header line");
-  size_t line_no = 1;
-  for (++pos; pos < csv.size();) {
-    size_t nl = csv.find('\n', pos);
-    if (nl == std::string_view::npos) nl = csv.size();
-    std::string_view line = csv.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (csv.find('\n') == std::string_view::npos)
+    return InvalidArgumentError("arrivals: no header line");
+  size_t pos = 0;
+  NextLine(csv, pos);  // the header
+  for (size_t line_no = 2; pos < csv.size(); ++line_no) {
+    const std::string_view line = NextLine(csv, pos);
     if (line.empty()) continue;
     Result<double> t = ParseTimestamp(line.substr(0, line.find(',')));
     if (!t.ok())
