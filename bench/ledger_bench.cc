@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "core/ledger.h"
+#include "core/cost/ledger.h"
 
 namespace gpuvpa {
 namespace {

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <random>
 
-#include "core/gpu_allocation.h"
-#include "core/gpu_catalog.h"
+#include "core/gpu/gpu_allocation.h"
+#include "core/gpu/gpu_catalog.h"
 #include "recommender/input/demo_fleet.h"
 #include "recommender/input/trace_csv.h"
 #include "recommender/logic/recommender.h"

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/flags.h"
+#include "core/cli/cli.h"
 #include "proto/externalscaler.grpc.pb.h"
 #include "proto/gpuvpa.grpc.pb.h"
 #include "scaler/service/activity_hub.h"
@@ -35,14 +35,16 @@ int main(int argc, char** argv) {
   int scaled_objects = 10000;
   int threads = 8;
   std::string target;
-  FlagParser flags("scaler_load");
-  flags.AddDouble("rate", &rate, "requests per second (default 2000)");
-  flags.AddInt("seconds", &seconds, "duration (default 10)");
-  flags.AddInt("scaled-objects", &scaled_objects, "distinct ScaledObjects (default 10000)");
-  flags.AddInt("threads", &threads, "client threads (default 8)");
-  flags.AddString("target", &target, "scaler address (default: in-process server)");
-  if (!flags.ParseOrExplain(std::vector<std::string>(argv + 1, argv + argc), std::cerr))
-    return kExitUsage;
+  CLI::App app("Open-loop GetMetrics latency client over loopback.", "scaler_load");
+  app.add_option("--rate", rate, "requests per second")->check(CLI::PositiveNumber);
+  app.add_option("--seconds", seconds, "duration")->check(CLI::PositiveNumber);
+  app.add_option("--scaled-objects", scaled_objects, "distinct ScaledObjects")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "client threads")->check(CLI::PositiveNumber);
+  app.add_option("--target", target, "scaler address (default: in-process server)");
+  if (std::optional<int> done = gpuvpa::ParseCommandLine(
+          app, std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr))
+    return *done;
 
   // In-process server unless a target is given.
   PushDepthRegistry push{std::chrono::hours(1)};

@@ -9,9 +9,10 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/atomic_file.h"
-#include "core/crc32c.h"
-#include "core/gpu_allocation.h"
+#include "core/base/atomic_file.h"
+#include "core/base/crc32c.h"
+#include "core/base/names.h"
+#include "core/gpu/gpu_allocation.h"
 
 namespace gpuvpa::recommender {
 namespace {
@@ -69,6 +70,9 @@ Status RestoreHistogram(const v1::HistogramCheckpoint& in, HistogramRow row, con
     const uint32_t b = in.bucket_index(i);
     const double w = in.bucket_weight(i);
     if (b >= row.weights.size()) return bad("bucket index " + std::to_string(b) + " out of range");
+    // Indices are written in increasing order: anything else (a repeated index) is corruption.
+    if (i > 0 && b <= in.bucket_index(i - 1))
+      return bad("bucket index " + std::to_string(b) + " repeated or out of order");
     if (!std::isfinite(w) || w < 0)
       return bad("bucket " + std::to_string(b) + " has weight " + std::to_string(w));
     row.weights[b] = w;
@@ -102,19 +106,80 @@ void SaveWorkload(const FleetStore& store, uint32_t row, v1::WorkloadCheckpoint*
   out->set_allocated_gpu_seconds(st.allocated_gpu_seconds);
   out->set_used_vram_gpu_seconds(st.used_vram_gpu_seconds);
   out->set_used_sm_gpu_seconds(st.used_sm_gpu_seconds);
-  out->set_charged_through_s(st.charged_through_s);
-  out->set_charged_allocated_gpu_seconds(st.charged_allocated_gpu_seconds);
-  out->set_charged_used_vram_gpu_seconds(st.charged_used_vram_gpu_seconds);
-  out->set_charged_used_sm_gpu_seconds(st.charged_used_sm_gpu_seconds);
+  out->set_vram_history_peak_bytes(st.vram_history_peak_bytes);
+  out->set_pending_samples(st.pending_samples);
+  out->set_pending_from_s(st.pending_from_s);
+  out->set_pending_through_s(st.pending_through_s);
+  out->set_pending_allocated_gpu_seconds(st.pending_allocated_gpu_seconds);
+  out->set_pending_used_vram_gpu_seconds(st.pending_used_vram_gpu_seconds);
+  out->set_pending_used_sm_gpu_seconds(st.pending_used_sm_gpu_seconds);
+  for (const DeviceCursor& c : st.devices) {
+    v1::DeviceCursorCheckpoint* d = out->add_devices();
+    d->set_pod(c.pod);
+    d->set_device(c.device);
+    d->set_ingested_through_s(c.ingested_through_s);
+    d->set_charged_through_s(c.charged_through_s);
+  }
+}
+
+// Every number of the state must be finite: NaN or infinity in a checkpoint is corruption.
+Status CheckFinite(const v1::WorkloadCheckpoint& in, const std::string& name) {
+  const std::pair<const char*, double> fields[] = {
+      {"first_seen_s", in.first_seen_s()},
+      {"last_seen_s", in.last_seen_s()},
+      {"vram_window_start_s", in.vram_window_start_s()},
+      {"vram_window_peak_bytes", in.vram_window_peak_bytes()},
+      {"vram_previous_window_peak_bytes", in.vram_previous_window_peak_bytes()},
+      {"longest_idle_gap_s", in.longest_idle_gap_s()},
+      {"observed_seconds", in.observed_seconds()},
+      {"active_seconds", in.active_seconds()},
+      {"allocated_gpu_seconds", in.allocated_gpu_seconds()},
+      {"used_vram_gpu_seconds", in.used_vram_gpu_seconds()},
+      {"used_sm_gpu_seconds", in.used_sm_gpu_seconds()},
+      {"vram_history_peak_bytes", in.vram_history_peak_bytes()},
+      {"pending_from_s", in.pending_from_s()},
+      {"pending_through_s", in.pending_through_s()},
+      {"pending_allocated_gpu_seconds", in.pending_allocated_gpu_seconds()},
+      {"pending_used_vram_gpu_seconds", in.pending_used_vram_gpu_seconds()},
+      {"pending_used_sm_gpu_seconds", in.pending_used_sm_gpu_seconds()},
+  };
+  for (const auto& [field, value] : fields)
+    if (!std::isfinite(value))
+      return DataLossError("checkpoint workload " + name + ": " + field + " is not finite");
+  // last_active_s is NaN by design when the workload was never active.
+  if (std::isinf(in.last_active_s()))
+    return DataLossError("checkpoint workload " + name + ": last_active_s is infinite");
+  for (double v : {in.allocated_gpu_seconds(), in.pending_allocated_gpu_seconds(),
+                   in.pending_used_vram_gpu_seconds(), in.pending_used_sm_gpu_seconds()})
+    if (v < 0) return DataLossError("checkpoint workload " + name + ": negative GPU time");
+  return OkStatus();
+}
+
+Status RestoreDevices(const v1::WorkloadCheckpoint& in, WorkloadState& st,
+                      const std::string& name) {
+  for (const v1::DeviceCursorCheckpoint& d : in.devices()) {
+    if (Status s = ValidateObjectName("checkpoint pod", d.pod()); !s.ok())
+      return DataLossError("checkpoint workload " + name + ": " + s.message());
+    if (d.device() < -1 || !std::isfinite(d.ingested_through_s()) ||
+        !std::isfinite(d.charged_through_s()))
+      return DataLossError("checkpoint workload " + name + ": series " + d.pod() + "/" +
+                           std::to_string(d.device()) + " has an invalid device or mark");
+    for (const DeviceCursor& c : st.devices)
+      if (c.pod == d.pod() && c.device == d.device())
+        return DataLossError("checkpoint workload " + name + ": series " + d.pod() + "/" +
+                             std::to_string(d.device()) + " appears twice");
+    st.devices.push_back({d.pod(), d.device(), d.ingested_through_s(), d.charged_through_s()});
+  }
+  return OkStatus();
 }
 
 Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
   const v1::WorkloadIdentity& id = in.identity();
   const std::string name =
-      id.namespace_name() + "/" + id.owner_kind() + "/" + id.owner_name() + "/" + id.container();
-  if (id.namespace_name().empty() || id.owner_kind().empty() || id.owner_name().empty() ||
-      id.container().empty())
-    return DataLossError("checkpoint workload \"" + name + "\": identity has an empty field");
+      EncodeIdParts({id.namespace_name(), id.owner_kind(), id.owner_name(), id.container()});
+  if (Status s = ValidateIdentity(id); !s.ok())
+    return DataLossError("checkpoint workload " + name + ": " + s.message());
+  if (Status s = CheckFinite(in, name); !s.ok()) return s;
   if (store.Find(KeyOf(id))) return DataLossError("checkpoint workload " + name + " appears twice");
   Result<const GpuModel*> model = GpuCatalog::BuiltIn().FindModel(id.gpu_model());
   if (!model.ok())
@@ -146,11 +211,15 @@ Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
   st.allocated_gpu_seconds = in.allocated_gpu_seconds();
   st.used_vram_gpu_seconds = in.used_vram_gpu_seconds();
   st.used_sm_gpu_seconds = in.used_sm_gpu_seconds();
-  st.charged_through_s = in.charged_through_s();
-  st.charged_allocated_gpu_seconds = in.charged_allocated_gpu_seconds();
-  st.charged_used_vram_gpu_seconds = in.charged_used_vram_gpu_seconds();
-  st.charged_used_sm_gpu_seconds = in.charged_used_sm_gpu_seconds();
-  return OkStatus();
+  st.vram_history_peak_bytes = in.vram_history_peak_bytes();
+  st.pending_samples = in.pending_samples();
+  st.pending_from_s = in.pending_from_s();
+  st.pending_through_s = in.pending_through_s();
+  st.pending_allocated_gpu_seconds = in.pending_allocated_gpu_seconds();
+  st.pending_used_vram_gpu_seconds = in.pending_used_vram_gpu_seconds();
+  st.pending_used_sm_gpu_seconds = in.pending_used_sm_gpu_seconds();
+  if (st.sample_count > 0) store.NoteRestoredSampleTime(st.last_seen_s);
+  return RestoreDevices(in, st, name);
 }
 
 // Checks the frame and returns the payload.
@@ -243,8 +312,10 @@ Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOpti
     return FailedPreconditionError("checkpoint half-life " + std::to_string(cp.half_life_s()) +
                                    " s differs from the configured " +
                                    std::to_string(options.half_life_s) + " s");
-  if (!std::isfinite(cp.reference_time_s()))
-    return DataLossError("checkpoint reference time is not finite");
+  if (!std::isfinite(cp.reference_time_s()) || cp.reference_time_s() < 0 ||
+      cp.reference_time_s() > kMaxSampleTimeS)
+    return DataLossError("checkpoint reference time " + std::to_string(cp.reference_time_s()) +
+                         " is out of range");
   store.set_reference_time_s(cp.reference_time_s());
   store.Reserve(static_cast<size_t>(cp.workloads_size()));
   for (const v1::WorkloadCheckpoint& w : cp.workloads()) {
@@ -255,10 +326,16 @@ Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOpti
 
 Status SaveCheckpoint(const FleetStore& store, const std::string& path, double saved_at_s) {
   const std::string bytes = EncodeCheckpoint(store, saved_at_s);
-  // Keep the current file as the fallback, but only if it is itself good: a corrupt file must
-  // never displace the last good one. A hard link (then an atomic rename onto PATH.prev) keeps
-  // PATH in place, so at every instant PATH holds a complete checkpoint, old or new.
-  if (Result<std::string> current = ReadWholeFile(path); current.ok() && Unframe(*current).ok()) {
+  // What is written must read back: a file this build could not load is never written.
+  if (Result<FleetStore> check = DecodeCheckpoint(bytes, store.options()); !check.ok())
+    return InternalError("checkpoint not saved, it would not load back: " +
+                         check.status().message());
+  // Keep the current file as the fallback, but only if it is itself good (it fully decodes):
+  // a corrupt file must never displace the last good one. A hard link (then an atomic rename
+  // onto PATH.prev) keeps PATH in place, so at every instant PATH holds a complete checkpoint,
+  // old or new.
+  if (Result<std::string> current = ReadWholeFile(path);
+      current.ok() && DecodeCheckpoint(*current, store.options()).ok()) {
     const std::string prev = PreviousCheckpointPath(path);
     const std::string prev_tmp = prev + ".tmp." + std::to_string(::getpid());
     ::unlink(prev_tmp.c_str());

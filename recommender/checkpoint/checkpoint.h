@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 #include "recommender/model/fleet_store.h"
 
 namespace gpuvpa::recommender {
 
 // Bump when stored state changes meaning; older files are refused, not reinterpreted.
-inline constexpr uint32_t kCheckpointFormatVersion = 1;
+inline constexpr uint32_t kCheckpointFormatVersion = 2;  // 2: per-series high-water marks
 
 // Serialises the store into the framed format above.
 std::string EncodeCheckpoint(const FleetStore& store, double saved_at_s);

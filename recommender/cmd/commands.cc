@@ -1,9 +1,15 @@
-// CLI command wiring: flags -> store, replayer, recommender, checkpoint -> output.
+// CLI command wiring: flags -> store, replayer, recommender, ledger, checkpoint -> output.
 #include "recommender/cmd/commands.h"
 
-#include "core/config.h"
-#include "core/flags.h"
-#include "core/gpu_catalog.h"
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "core/base/time_format.h"
+#include "core/cli/cli.h"
+#include "core/cost/config.h"
+#include "core/gpu/gpu_catalog.h"
 #include "recommender/checkpoint/checkpoint.h"
 #include "recommender/input/demo_fleet.h"
 #include "recommender/input/trace_csv.h"
@@ -12,6 +18,39 @@
 #include "recommender/output/recommendation_format.h"
 
 namespace gpuvpa::recommender {
+namespace {
+
+constexpr const char* kRecommend = "gpuvpa recommend";
+
+// A file this run will write must be writable before any work: a missing directory fails now,
+// not after the whole replay.
+Status CheckWritablePath(const std::string& flag, const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return InvalidArgumentError(flag + " " + path + ": directory " + dir.string() +
+                                " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0)
+    return InvalidArgumentError(flag + " " + path + ": directory " + dir.string() +
+                                " is not writable");
+  return OkStatus();
+}
+
+void PrintTraceIssues(const std::string& trace_path, const TraceReplayReport& report,
+                      std::ostream& err) {
+  for (const TraceIssue& issue : report.issues)
+    err << "trace: " << trace_path << ":" << issue.line << ": field " << issue.field << ": "
+        << issue.message << "\n";
+  if (report.malformed > report.issues.size())
+    err << "trace: ... and " << report.malformed - report.issues.size() << " more malformed rows\n";
+  err << "trace: " << report.rows << " rows, " << report.accepted << " accepted, "
+      << report.already_ingested << " already ingested (skipped), " << report.malformed
+      << " malformed (skipped)\n";
+}
+
+}  // namespace
+
 int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
                         std::ostream& err) {
   std::string trace_path;
@@ -19,35 +58,74 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   std::string format_text = "table";
   std::string ledger_path;
   std::string config_path;
+  std::string now_text;
+  std::string sm_unit = "ratio";
+  std::string vram_unit = "bytes";
+  bool wide = false;
   FleetStoreOptions store_options;
   RecommenderOptions recommender_options;
+  TraceReplayOptions replay_options;
   double min_history_hours = recommender_options.min_history_s / 3600;
-  FlagParser flags("recommend");
-  flags.AddString("trace", &trace_path, "trace CSV to replay (required)");
-  flags.AddString("checkpoint", &checkpoint_path, "checkpoint file to restore from and save to");
-  flags.AddString("format", &format_text, "table or json (default table)");
-  flags.AddString("ledger", &ledger_path, "charge usage since the last run to this ledger");
-  flags.AddString("config", &config_path, "gpuvpa config (prices, cost centers)");
-  flags.Require("trace");
-  flags.AddDouble("min-history-hours", &min_history_hours,
-                  "history needed before recommending (default 24)");
-  flags.AddDouble("sample-period-seconds", &store_options.sample_period_s,
-                  "device time one trace row stands for (default 60)");
-  if (!flags.ParseOrExplain(args, err)) return kExitUsage;
-  if (!(store_options.sample_period_s > 0)) {
-    err << "recommend: --sample-period-seconds must be positive\n";
-    return kExitUsage;
+  auto app = NewCommandApp(
+      "gpuvpa", "recommend",
+      "Replay a GPU sample trace into the decaying histograms (restoring and saving a "
+      "checkpoint), charge new usage to the ledger, and print one recommendation per "
+      "workload-container. Exit 0 on success, 1 on failure, 2 on bad usage.");
+  app->add_option("--trace", trace_path, "trace CSV to replay (see README, Trace format)")
+      ->required();
+  app->add_option("--checkpoint", checkpoint_path, "checkpoint file to restore from and save to");
+  app->add_option("--format", format_text, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  app->add_flag("--wide", wide, "every table column (default: fits 120 columns)");
+  app->add_option("--ledger", ledger_path, "charge usage not yet charged to this ledger");
+  app->add_option("--config", config_path, "gpuvpa config (prices, cost centers)");
+  app->add_option("--min-history-hours", min_history_hours, "history needed before recommending")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--sample-period-seconds", store_options.sample_period_s,
+                  "device time one trace row stands for")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--now", now_text,
+                  "the current time (Unix seconds or RFC 3339; default: the clock): rows later "
+                  "than now + skew are refused");
+  app->add_option("--max-future-skew-seconds", replay_options.max_future_skew_s,
+                  "how far past now a timestamp may be")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--sm-unit", sm_unit, "sm_active column unit: ratio (0..1) or percent (0..100)")
+      ->check(CLI::IsMember({"ratio", "percent"}));
+  app->add_option("--vram-unit", vram_unit, "vram_bytes column unit: bytes or mib")
+      ->check(CLI::IsMember({"bytes", "mib"}));
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+
+  double now_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (!now_text.empty()) {
+    Result<double> now = ParseTimestamp(now_text);
+    if (!now.ok() || !(*now >= kMinSampleTimeS && *now < kMaxSampleTimeS)) {
+      err << kRecommend << ": --now: "
+          << (now.ok() ? "\"" + now_text + "\" is not between 2000 and 2100"
+                       : now.status().message())
+          << "\n";
+      return kExitUsage;
+    }
+    now_s = *now;
   }
-  Result<OutputFormat> format = ParseOutputFormat(format_text);
-  if (!format.ok()) {
-    err << "recommend: " << format.status().message() << "\n";
-    return kExitUsage;
-  }
+  replay_options.now_s = now_s;
+  replay_options.sm_unit = sm_unit == "percent" ? SmUnit::kPercent : SmUnit::kRatio;
+  replay_options.vram_unit = vram_unit == "mib" ? VramUnit::kMebibytes : VramUnit::kBytes;
+  const OutputFormat format = format_text == "json" ? OutputFormat::kJson : OutputFormat::kTable;
   recommender_options.min_history_s = min_history_hours * 3600;
   Result<GpuvpaConfig> config = LoadConfigFile(config_path);
   if (!config.ok()) {
-    err << "recommend: " << config.status().message() << "\n";
+    err << kRecommend << ": " << config.status().message() << "\n";
     return kExitFailure;
+  }
+  for (const auto& [flag, path] : {std::pair{std::string("--checkpoint"), checkpoint_path},
+                                   std::pair{std::string("--ledger"), ledger_path}}) {
+    if (path.empty()) continue;
+    if (Status s = CheckWritablePath(flag, path); !s.ok()) {
+      err << kRecommend << ": " << s.message() << "\n";
+      return kExitFailure;
+    }
   }
 
   FleetStore store(store_options);
@@ -63,72 +141,84 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
       return kExitFailure;
     }
   }
+  std::unique_ptr<Ledger> ledger;
+  if (!ledger_path.empty()) {
+    // The ledger's marks say which samples are charged already, whatever the checkpoint says.
+    Result<std::unique_ptr<Ledger>> opened = Ledger::Open(ledger_path);
+    Result<std::unordered_map<std::string, double>> marks =
+        opened.ok() ? (*opened)->ChargeMarks()
+                    : Result<std::unordered_map<std::string, double>>(opened.status());
+    if (!marks.ok()) {
+      err << "ledger: " << marks.status().message() << "\n";
+      return kExitFailure;
+    }
+    store.SetLedgerChargeMarks(std::move(marks).value());
+    ledger = std::move(opened).value();
+  }
 
-  TraceReplayer replayer(store, GpuCatalog::BuiltIn(), config->cost_centers);
+  TraceReplayer replayer(store, GpuCatalog::BuiltIn(), config->cost_centers, replay_options);
   Result<TraceReplayReport> report = replayer.ReplayFile(trace_path);
   if (!report.ok()) {
-    err << "trace: " << report.status().message() << "\n";
+    err << "trace: " << trace_path << ": " << report.status().message() << "\n";
     return kExitFailure;
   }
-  for (const TraceIssue& issue : report->issues)
-    err << "trace: " << trace_path << ":" << issue.line << ": field " << issue.field << ": "
-        << issue.message << "\n";
-  err << "trace: " << report->rows << " rows, " << report->accepted << " accepted, "
-      << report->malformed << " malformed (skipped)\n";
-  if (report->accepted > 0) store.ForgetStale(report->last_time_s);
+  PrintTraceIssues(trace_path, *report, err);
+  if (const size_t forgotten = store.ForgetStale(store.newest_sample_s()); forgotten > 0)
+    err << "store: forgot " << forgotten << " workload-containers with no sample in the last "
+        << store.options().history_s / 86400 << " days before "
+        << FormatTimestamp(store.newest_sample_s()) << "\n";
 
   const Recommender recommender(recommender_options);
   const std::vector<Recommendation> recommendations = recommender.RecommendAll(store);
-  // Ledger first, checkpoint second: a crash in between re-charges the same action ids, which
-  // the ledger ignores.
-  if (!ledger_path.empty()) {
-    UsageCharges charges =
-        ChargeUsageSinceLastCharge(store, recommendations, config->prices, config->region);
-    for (const Status& s : charges.unpriced)
+  // Ledger first, checkpoint second: a crash in between replays samples the ledger's marks
+  // already cover, so they are not charged again.
+  if (ledger) {
+    Result<UsageCharges> charges =
+        ChargePendingUsage(store, recommendations, config->prices, config->region);
+    if (!charges.ok()) {
+      err << "ledger: " << charges.status().message() << "\n";
+      return kExitFailure;
+    }
+    for (const Status& s : charges->unpriced)
       err << "ledger: not charged yet: " << s.message() << "\n";
-    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);
-    Result<size_t> added =
-        ledger.ok() ? (*ledger)->Append(charges.actions) : Result<size_t>(ledger.status());
+    Result<size_t> added = ledger->Append(charges->actions, charges->marks);
     if (!added.ok()) {
       err << "ledger: " << added.status().message() << "\n";
       return kExitFailure;
     }
-    MarkCharged(store, charges);
-    err << "ledger: charged " << charges.actions.size() << " workload-containers (" << *added
+    MarkCharged(store, *charges);
+    err << "ledger: charged " << charges->actions.size() << " workload-containers (" << *added
         << " new rows) to " << ledger_path << "\n";
   }
   if (!checkpoint_path.empty()) {
-    if (Status s = SaveCheckpoint(store, checkpoint_path, report->last_time_s); !s.ok()) {
+    if (Status s = SaveCheckpoint(store, checkpoint_path, now_s); !s.ok()) {
       err << "checkpoint: " << s.message() << "\n";
       return kExitFailure;
     }
   }
-  out << FormatRecommendations(recommendations, store, *format);
-  return 0;
+  out << FormatRecommendations(recommendations, store,
+                               {format, wide, &config->prices, config->region});
+  return kExitOk;
 }
 
 int RunDemoTraceCommand(const std::vector<std::string>& args, std::ostream& out,
                         std::ostream& err) {
   std::string path;
   DemoFleetOptions options;
-  int seed = static_cast<int>(options.seed);
-  FlagParser flags("demo-trace");
-  flags.AddString("out", &path, "where to write the trace CSV (required)");
-  flags.AddInt("days", &options.days, "days of history (default 7)");
-  flags.AddInt("seed", &seed, "random seed (default 20261102)");
-  flags.Require("out");
-  if (!flags.ParseOrExplain(args, err)) return kExitUsage;
-  if (options.days <= 0) {
-    err << "demo-trace: --days must be positive\n" << flags.Usage();
-    return kExitUsage;
-  }
-  options.seed = static_cast<uint64_t>(seed);
+  uint64_t seed = options.seed;
+  auto app = NewCommandApp("gpuvpa", "demo-trace",
+                           "Write the deterministic demo fleet trace (seven workloads).");
+  app->add_option("--out", path, "where to write the trace CSV")->required();
+  app->add_option("--days", options.days, "days of history")->check(CLI::Range(1, 3650));
+  app->add_option("--seed", seed, "random seed");
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  options.seed = seed;
   if (Status s = WriteDemoFleetTrace(options, path); !s.ok()) {
-    err << "demo-trace: " << s.message() << "\n";
+    err << "gpuvpa demo-trace: " << s.message() << "\n";
     return kExitFailure;
   }
   out << "demo-trace: wrote " << options.days << " days of the demo fleet to " << path << "\n";
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace gpuvpa::recommender

@@ -9,8 +9,8 @@
 #include <numbers>
 #include <vector>
 
-#include "core/atomic_file.h"
-#include "core/time_format.h"
+#include "core/base/atomic_file.h"
+#include "core/base/time_format.h"
 
 namespace gpuvpa::recommender {
 namespace {

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace gpuvpa::recommender {
 

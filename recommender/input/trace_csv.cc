@@ -10,15 +10,18 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
-#include "core/gpu_allocation.h"
-#include "core/text_lines.h"
-#include "core/time_format.h"
-#include "core/workload_key.h"
+#include "core/base/names.h"
+#include "core/base/text_lines.h"
+#include "core/base/time_format.h"
+#include "core/base/workload_key.h"
+#include "core/gpu/gpu_allocation.h"
 
 namespace gpuvpa::recommender {
 namespace {
@@ -73,11 +76,57 @@ struct TraceReplayer::Columns {
   size_t field_count = 0;
 };
 
+namespace {
+
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+constexpr double kMiB = 1024.0 * 1024.0;
+// A unit mismatch shows in many rows, a data error in a few: this many rows (and this share of
+// all rows) in the other unit's range stop the run.
+constexpr size_t kUnitEvidenceMinRows = 10;
+constexpr double kUnitEvidenceMinShare = 0.01;
+// Less than this much VRAM in every row is not a GPU workload's bytes: a CUDA context alone
+// holds hundreds of MiB. MiB values exported as bytes land here.
+constexpr double kSmallestPlausibleVramPeakBytes = kMiB;
+
+std::string ExpectedColumns() {
+  std::string out = "required: ";
+  for (int c = 0; c < kColumnCount; ++c) {
+    if (c == kRequiredColumns)
+      out += "; optional: ";
+    else if (c > 0)
+      out += ", ";
+    out += kColumnNames[c];
+  }
+  return out;
+}
+
+Status HeaderError(std::string_view problem, std::string_view header) {
+  std::string message = "trace header: " + std::string(problem) + " (" + ExpectedColumns() + ")";
+  // The Alibaba openb pod list is an allocation trace, not a sample trace.
+  if (header.find("gpu_milli") != std::string_view::npos ||
+      header.find("cpu_milli") != std::string_view::npos)
+    message += "; this looks like an openb pod list: load it with `gpuvpa import-openb`";
+  return InvalidArgumentError(message);
+}
+
+std::string Number(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+}  // namespace
+
 TraceReplayer::TraceReplayer(FleetStore& store, const GpuCatalog& catalog,
-                             CostCenterRules cost_centers)
-    : store_(store), catalog_(catalog), cost_centers_(std::move(cost_centers)) {}
+                             CostCenterRules cost_centers, TraceReplayOptions options)
+    : store_(store), catalog_(catalog), cost_centers_(std::move(cost_centers)), options_(options) {
+  if (!options_.now_s)
+    options_.now_s =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
+  if (csv.starts_with(kUtf8Bom)) csv.remove_prefix(kUtf8Bom.size());
   size_t pos = 0;
   const std::string_view header = NextLine(csv, pos);
   std::array<std::string_view, kMaxFields> fields;
@@ -85,29 +134,32 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
   cols.index.fill(-1);
   cols.field_count = SplitFields(header, fields);
   if (cols.field_count > kMaxFields)
-    return InvalidArgumentError("trace header has more than " + std::to_string(kMaxFields) +
-                                " columns");
+    return HeaderError("more than " + std::to_string(kMaxFields) + " columns", header);
   for (size_t f = 0; f < cols.field_count; ++f) {
     int c = 0;
     while (c < kColumnCount && kColumnNames[c] != fields[f]) ++c;
     if (c == kColumnCount)
-      return InvalidArgumentError("trace header: unknown column \"" + std::string(fields[f]) +
-                                  "\"");
+      return HeaderError("unknown column \"" + std::string(fields[f]) + "\"", header);
     if (cols.index[c] >= 0)
-      return InvalidArgumentError("trace header: column \"" + std::string(fields[f]) +
-                                  "\" appears twice");
+      return HeaderError("column \"" + std::string(fields[f]) + "\" appears twice", header);
     cols.index[c] = static_cast<int>(f);
   }
   for (int c = 0; c < kRequiredColumns; ++c) {
     if (cols.index[c] < 0)
-      return InvalidArgumentError("trace header lacks required column \"" +
-                                  std::string(kColumnNames[c]) + "\" (header: \"" +
-                                  std::string(header) + "\")");
+      return HeaderError("lacks required column \"" + std::string(kColumnNames[c]) + "\"", header);
   }
 
   TraceReplayReport report;
   bool have_time = false;
   size_t line_no = 1;
+  // Unit evidence: how many rows look like the other unit, and the largest values seen.
+  size_t sm_percent_like_rows = 0;
+  double sm_largest = 0;
+  size_t vram_rows = 0;
+  double vram_largest = 0;
+  const double latest_allowed_s = *options_.now_s + options_.max_future_skew_s;
+  const double sm_scale = options_.sm_unit == SmUnit::kPercent ? 0.01 : 1.0;
+  const double vram_scale = options_.vram_unit == VramUnit::kMebibytes ? kMiB : 1.0;
   auto field = [&](int c) -> std::string_view {
     return cols.index[c] < 0 ? std::string_view() : fields[static_cast<size_t>(cols.index[c])];
   };
@@ -139,6 +191,16 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
       reject(kColumnNames[kTimestamp], time.status().message());
       continue;
     }
+    if (!(*time >= kMinSampleTimeS)) {
+      reject_value(kTimestamp, "is before 2000-01-01");
+      continue;
+    }
+    if (!(*time <= latest_allowed_s) || *time >= kMaxSampleTimeS) {
+      reject_value(kTimestamp, "is in the future (later than now " +
+                                   FormatTimestamp(*options_.now_s) + " + " +
+                                   Number(options_.max_future_skew_s) + " s)");
+      continue;
+    }
     bool empty_id = false;
     for (int c :
          {kNamespace, kWorkloadKind, kWorkloadName, kContainer, kPod, kGpuModel, kAllocation}) {
@@ -149,17 +211,29 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
       }
     }
     if (empty_id) continue;
+    if (Status s = ValidateObjectName("pod", field(kPod)); !s.ok()) {
+      reject(kColumnNames[kPod], s.message());
+      continue;
+    }
     GpuSample sample;
     sample.time_s = *time;
-    if (!ParseDouble(field(kVramBytes), sample.vram_bytes) || sample.vram_bytes < 0) {
-      reject_value(kVramBytes, "is not a non-negative number of bytes");
+    double vram = 0;
+    if (!ParseDouble(field(kVramBytes), vram) || vram < 0) {
+      reject_value(kVramBytes, "is not a non-negative number");
       continue;
     }
-    if (!ParseDouble(field(kSmActive), sample.sm_ratio) || sample.sm_ratio < 0 ||
-        sample.sm_ratio > 1) {
-      reject_value(kSmActive, "is not a ratio in 0..1");
+    sample.vram_bytes = vram * vram_scale;
+    double sm = 0;
+    if (!ParseDouble(field(kSmActive), sm) || sm < 0 || sm * sm_scale > 1) {
+      if (options_.sm_unit == SmUnit::kRatio && sm > 1 && sm <= 100) {
+        ++sm_percent_like_rows;
+        sm_largest = std::max(sm_largest, sm);
+      }
+      reject_value(kSmActive, options_.sm_unit == SmUnit::kPercent ? "is not a percentage in 0..100"
+                                                                   : "is not a ratio in 0..1");
       continue;
     }
+    sample.sm_ratio = sm * sm_scale;
     if (const std::string_view oom = field(kCudaOom); !oom.empty()) {
       if (oom == "1" || oom == "true") {
         sample.cuda_oom = true;
@@ -168,10 +242,10 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
         continue;
       }
     }
-    if (const std::string_view device = field(kDevice); !device.empty()) {
-      int d = 0;
-      auto [ptr, ec] = std::from_chars(device.data(), device.data() + device.size(), d);
-      if (ec != std::errc() || ptr != device.data() + device.size() || d < 0) {
+    int device = -1;
+    if (const std::string_view text = field(kDevice); !text.empty()) {
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), device);
+      if (ec != std::errc() || ptr != text.data() + text.size() || device < 0) {
         reject_value(kDevice, "is not a GPU index");
         continue;
       }
@@ -212,13 +286,34 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
       id.set_allocation(allocation->ToString());
       id.set_cost_center(cost_center.empty() ? ResolveCostCenter(cost_centers_, field(kNamespace))
                                              : std::string(cost_center));
+      if (Status s = ValidateIdentity(id); !s.ok()) {
+        reject(s.message().substr(0, s.message().find(' ')), s.message());
+        continue;
+      }
       row = store_.Track(id, *unit);
       if (row_cache_.size() <= *row) row_cache_.resize(*row + 1);
       row_cache_[*row] = {key_buffer_, std::string(field(kAllocation)),
                           std::string(field(kGpuModel)), std::string(cost_center)};
     }
+    const WorkloadState& st = store_.state(*row);
+    if (sample.vram_bytes > st.unit.vram_limit_bytes) {
+      reject_value(kVramBytes, "is more than the " + st.identity.gpu_model() + "'s " +
+                                   Number(st.unit.vram_limit_bytes) + " bytes of device memory");
+      continue;
+    }
+    ++vram_rows;
+    vram_largest = std::max(vram_largest, sample.vram_bytes);
 
-    store_.AddSample(*row, sample);
+    const uint32_t series = store_.TrackDevice(*row, field(kPod), device);
+    const IngestOutcome outcome = store_.Ingest(*row, series, sample);
+    if (outcome == IngestOutcome::kAlreadyIngested) {
+      ++report.already_ingested;
+      continue;
+    }
+    if (outcome == IngestOutcome::kInvalid) {
+      reject("row", "sample refused by the store (not finite or out of range)");
+      continue;
+    }
     ++report.accepted;
     if (!have_time) {
       report.first_time_s = report.last_time_s = sample.time_s;
@@ -227,6 +322,24 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
     report.first_time_s = std::min(report.first_time_s, sample.time_s);
     report.last_time_s = std::max(report.last_time_s, sample.time_s);
   }
+
+  const size_t evidence_floor =
+      std::max(kUnitEvidenceMinRows,
+               static_cast<size_t>(kUnitEvidenceMinShare * static_cast<double>(report.rows)));
+  if (sm_percent_like_rows >= evidence_floor)
+    return FailedPreconditionError(
+        "column sm_active looks like percent, not a ratio: " +
+        std::to_string(sm_percent_like_rows) + " of " + std::to_string(report.rows) +
+        " rows are in 1..100 (largest " + Number(sm_largest) +
+        "); nothing was saved. If the column is a percentage (DCGM_FI_DEV_GPU_UTIL), pass "
+        "--sm-unit percent");
+  if (options_.vram_unit == VramUnit::kBytes && vram_rows >= kUnitEvidenceMinRows &&
+      vram_largest > 0 && vram_largest < kSmallestPlausibleVramPeakBytes)
+    return FailedPreconditionError(
+        "column vram_bytes looks like MiB, not bytes: the largest of " + std::to_string(vram_rows) +
+        " values is " + Number(vram_largest) +
+        " (under 1 MiB; a CUDA context alone holds hundreds of MiB); nothing was saved. If the "
+        "column is MiB (DCGM_FI_DEV_FB_USED), pass --vram-unit mib");
   return report;
 }
 

@@ -7,18 +7,21 @@
 //   optional: device (GPU index), cost_center (default: the cost-center rules for the
 //             namespace, else "unallocated"), cuda_oom (0/1)
 // Fields are separated by commas and never quoted (Kubernetes names and GPU model names hold
-// no commas). Rows of one series must come in time order; the trace as a whole should.
+// no commas). A series is one pod's device; its rows must come in time order, and a row at or
+// before the series' high-water mark (kept in the checkpoint) is skipped as already ingested,
+// so replaying the same or an overlapping trace adds nothing twice.
 // Malformed rows are reported with their line number and field, counted, and skipped.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "core/cost_center.h"
-#include "core/gpu_catalog.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/cost/cost_center.h"
+#include "core/gpu/gpu_catalog.h"
 #include "recommender/model/fleet_store.h"
 
 namespace gpuvpa::recommender {
@@ -29,12 +32,28 @@ struct TraceIssue {
   std::string message;
 };
 
+// Units of the sample columns. Never guessed: a ratio run whose values look like percent, or a
+// bytes run whose values look like MiB, stops with the evidence and the flag to pass.
+enum class SmUnit { kRatio, kPercent };
+enum class VramUnit { kBytes, kMebibytes };
+
+struct TraceReplayOptions {
+  // Timestamps later than now + max_future_skew_s are malformed rows (a clock or unit error
+  // must not move the fleet's clock); so are those before 2000-01-01 or not finite.
+  // Unset: the wall clock when the replayer is made.
+  std::optional<double> now_s;
+  double max_future_skew_s = 300;
+  SmUnit sm_unit = SmUnit::kRatio;
+  VramUnit vram_unit = VramUnit::kBytes;
+};
+
 struct TraceReplayReport {
   size_t rows = 0;  // data rows seen (blank lines excluded)
   size_t accepted = 0;
+  size_t already_ingested = 0;  // at or before their series' high-water mark: skipped, counted
   size_t malformed = 0;
   std::vector<TraceIssue> issues;  // the first kMaxReportedIssues malformed rows
-  double first_time_s = 0;
+  double first_time_s = 0;         // of accepted rows
   double last_time_s = 0;
 };
 
@@ -43,9 +62,12 @@ inline constexpr size_t kMaxReportedIssues = 20;
 class TraceReplayer {
  public:
   // Rows without a cost_center get one from `cost_centers` (by namespace).
-  TraceReplayer(FleetStore& store, const GpuCatalog& catalog, CostCenterRules cost_centers = {});
+  TraceReplayer(FleetStore& store, const GpuCatalog& catalog, CostCenterRules cost_centers = {},
+                TraceReplayOptions options = {});
 
-  // Whole CSV text, header included. An unusable header is an error; bad rows are not.
+  // Whole CSV text, header included (a UTF-8 byte-order mark is skipped). An unusable header is
+  // an error that lists the expected columns; bad rows are not. A unit mismatch (see SmUnit)
+  // is an error after the replay: the caller must then persist nothing.
   Result<TraceReplayReport> ReplayText(std::string_view csv);
   // Memory-maps the file and replays it.
   Result<TraceReplayReport> ReplayFile(const std::string& path);
@@ -62,6 +84,7 @@ class TraceReplayer {
   FleetStore& store_;
   const GpuCatalog& catalog_;
   CostCenterRules cost_centers_;
+  TraceReplayOptions options_;
   std::vector<RowCache> row_cache_;  // by store row: the raw identity fields last resolved
   std::string key_buffer_;
 };

@@ -19,6 +19,9 @@ struct Recommendation {
   double vram_lower_bytes = 0;
   double vram_upper_bytes = 0;
   double vram_observed_peak_bytes = 0;  // the latest windows' peak, the target's floor
+  double vram_history_peak_bytes = 0;   // the largest sample since tracking began
+  double vram_limit_bytes = 0;          // what the allocation can hold; no bound exceeds it
+  bool needs_larger_gpu = false;        // p98 above vram_limit_bytes
   double sm_p90_ratio = 0;
   double sm_p99_ratio = 0;
   double active_duty_ratio = 0;   // share of device time above the idle threshold

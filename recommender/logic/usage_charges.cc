@@ -4,39 +4,52 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "core/money.h"
-#include "core/workload_key.h"
+#include "core/base/names.h"
+#include "core/base/workload_key.h"
+#include "core/cost/money.h"
 
 namespace gpuvpa::recommender {
-namespace {
 
-MilliGpuSeconds ToMilli(double gpu_seconds) { return std::llround(gpu_seconds * 1000); }
+std::string UsageActionId(const v1::WorkloadIdentity& id, int64_t period_start_s,
+                          int64_t period_end_s, uint64_t samples, MilliGpuSeconds allocated) {
+  return "usage/" +
+         EncodeIdParts({id.namespace_name(), id.owner_kind(), id.owner_name(), id.container()}) +
+         "/" + std::to_string(period_start_s) + "-" + std::to_string(period_end_s) + "/" +
+         std::to_string(samples) + "x" + std::to_string(allocated);
+}
 
-}  // namespace
-
-UsageCharges ChargeUsageSinceLastCharge(const FleetStore& store,
+Result<UsageCharges> ChargePendingUsage(const FleetStore& store,
                                         const std::vector<Recommendation>& recommendations,
                                         const PriceBook& prices, const std::string& region) {
   UsageCharges out;
   for (const Recommendation& rec : recommendations) {
     const WorkloadState& st = store.state(rec.row);
-    const MilliGpuSeconds allocated =
-        ToMilli(st.allocated_gpu_seconds - st.charged_allocated_gpu_seconds);
-    if (allocated <= 0) continue;
+    if (st.pending_samples == 0) continue;
     const v1::WorkloadIdentity& id = st.identity;
     const std::string name =
         WorkloadDisplayName(id.namespace_name(), id.owner_kind(), id.owner_name(), id.container());
+    auto named = [&](const Status& s) { return Status(s.code(), name + ": " + s.message()); };
     Result<double> price = prices.GpuHourPrice(id.gpu_model(), region);
     if (!price.ok()) {
-      out.unpriced.emplace_back(price.status().code(), name + ": " + price.status().message());
+      out.unpriced.push_back(named(price.status()));
       continue;
     }
-    const auto start =
-        static_cast<int64_t>(st.charged_through_s > 0 ? st.charged_through_s : st.first_seen_s);
+    Result<MilliGpuSeconds> allocated = GpuSecondsToMilli(st.pending_allocated_gpu_seconds);
+    Result<MilliGpuSeconds> used_vram = GpuSecondsToMilli(st.pending_used_vram_gpu_seconds);
+    Result<MilliGpuSeconds> used_sm = GpuSecondsToMilli(st.pending_used_sm_gpu_seconds);
+    for (const Status& s : {allocated.status(), used_vram.status(), used_sm.status()})
+      if (!s.ok()) return named(s);
+    Result<MicroUsd> allocated_usd = PriceGpuTime(*allocated, *price);
+    Result<MicroUsd> used_vram_usd = PriceGpuTime(*used_vram, *price);
+    Result<MicroUsd> used_sm_usd = PriceGpuTime(*used_sm, *price);
+    for (const Status& s : {allocated_usd.status(), used_vram_usd.status(), used_sm_usd.status()})
+      if (!s.ok()) return named(s);
+
+    const auto start = static_cast<int64_t>(std::floor(st.pending_from_s));
     const auto end =
-        static_cast<int64_t>(std::ceil(st.last_seen_s + store.options().sample_period_s));
+        static_cast<int64_t>(std::ceil(st.pending_through_s + store.options().sample_period_s));
     LedgerAction a;
-    a.action_id = "usage/" + name + "/" + std::to_string(start) + "-" + std::to_string(end);
+    a.action_id = UsageActionId(id, start, end, st.pending_samples, *allocated);
     a.time_s = end;
     a.kind = ActionKind::kAllocatedUsage;
     a.status = ActionStatus::kApplied;
@@ -47,14 +60,13 @@ UsageCharges ChargeUsageSinceLastCharge(const FleetStore& store,
     a.before = a.after = id.allocation();
     a.period_start_s = start;
     a.period_end_s = end;
-    a.allocated_gpu_time = allocated;
-    a.allocated = PriceGpuTime(allocated, *price);
-    a.used_vram =
-        PriceGpuTime(ToMilli(st.used_vram_gpu_seconds - st.charged_used_vram_gpu_seconds), *price);
-    a.used_sm =
-        PriceGpuTime(ToMilli(st.used_sm_gpu_seconds - st.charged_used_sm_gpu_seconds), *price);
+    a.allocated_gpu_time = *allocated;
+    a.allocated = *allocated_usd;
+    a.used_vram = *used_vram_usd;
+    a.used_sm = *used_sm_usd;
     a.evidence_json = nlohmann::json{
         {"usd_per_gpu_hour", *price},
+        {"samples", st.pending_samples},
         {"sm_p90_ratio", rec.sm_p90_ratio},
         {"active_duty_ratio", rec.active_duty_ratio},
         {"longest_idle_gap_s", rec.longest_idle_gap_s},
@@ -65,18 +77,15 @@ UsageCharges ChargeUsageSinceLastCharge(const FleetStore& store,
          rec.history_s}}.dump();
     out.actions.push_back(std::move(a));
     out.rows.push_back(rec.row);
+    for (const DeviceCursor& c : st.devices)
+      if (c.ingested_through_s > c.charged_through_s)
+        out.marks.push_back({ChargeSeriesKey(id, c.pod, c.device), c.ingested_through_s});
   }
   return out;
 }
 
 void MarkCharged(FleetStore& store, const UsageCharges& charges) {
-  for (size_t i = 0; i < charges.rows.size(); ++i) {
-    WorkloadState& st = store.mutable_state(charges.rows[i]);
-    st.charged_through_s = static_cast<double>(charges.actions[i].period_end_s);
-    st.charged_allocated_gpu_seconds = st.allocated_gpu_seconds;
-    st.charged_used_vram_gpu_seconds = st.used_vram_gpu_seconds;
-    st.charged_used_sm_gpu_seconds = st.used_sm_gpu_seconds;
-  }
+  for (uint32_t row : charges.rows) store.MarkCharged(row);
 }
 
 }  // namespace gpuvpa::recommender

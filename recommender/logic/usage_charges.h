@@ -1,16 +1,20 @@
-// Charging usage to the ledger: each workload-container's allocated and used GPU time since it
-// was last charged becomes one priced allocated_usage action under its cost center.
+// Charging usage to the ledger: each workload-container's device time ingested since it was
+// last charged (its pending charge) becomes one priced allocated_usage action under its cost
+// center, and each of its series' high-water marks becomes a charge mark written in the same
+// transaction.
 //
-// Charges are deltas against markers kept in the store (and its checkpoint), and each action's
-// id names the workload and its period, so a crash between writing the ledger and saving the
-// checkpoint re-emits the same ids, which the ledger ignores: nothing is charged twice or lost.
+// Exactly once: a sample is pending only if it is newer than its series' ingest mark (the
+// checkpoint) and newer than its charge mark (the checkpoint, or the ledger's own marks when the
+// run has no checkpoint). A crash after the ledger commit and before the checkpoint save
+// replays the same samples on retry; the ledger's marks say they are charged, so nothing is
+// charged twice, and nothing is lost.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "core/ledger.h"
-#include "core/price_book.h"
+#include "core/cost/ledger.h"
+#include "core/cost/price_book.h"
 #include "recommender/logic/recommendation.h"
 #include "recommender/model/fleet_store.h"
 
@@ -18,16 +22,24 @@ namespace gpuvpa::recommender {
 
 struct UsageCharges {
   std::vector<LedgerAction> actions;
-  std::vector<uint32_t> rows;    // the store row of each action
-  std::vector<Status> unpriced;  // workloads left uncharged (no price): charged on a later run
+  std::vector<ChargeMark> marks;  // the new charge mark of every series of the charged rows
+  std::vector<uint32_t> rows;     // the store row of each action
+  std::vector<Status> unpriced;   // workloads left uncharged (no price): charged on a later run
 };
 
-// `recommendations` (one per row, as RecommendAll returns) supply each action's evidence.
-UsageCharges ChargeUsageSinceLastCharge(const FleetStore& store,
+// `recommendations` (one per row, as RecommendAll returns) supply each action's evidence. An
+// amount that does not fit the ledger's integers is an error naming the workload.
+Result<UsageCharges> ChargePendingUsage(const FleetStore& store,
                                         const std::vector<Recommendation>& recommendations,
                                         const PriceBook& prices, const std::string& region);
 
-// Advances the markers of the charged rows; call once the ledger has acknowledged the actions.
+// Clears the charged rows' pending usage and advances their series' charge marks; call once
+// the ledger has acknowledged the actions and marks.
 void MarkCharged(FleetStore& store, const UsageCharges& charges);
+
+// The action id of a usage charge: every part escaped (core/base/names.h), plus the period and
+// the amount, so two different charges never share an id and a repeated one always does.
+std::string UsageActionId(const v1::WorkloadIdentity& identity, int64_t period_start_s,
+                          int64_t period_end_s, uint64_t samples, MilliGpuSeconds allocated);
 
 }  // namespace gpuvpa::recommender

@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/workload_key.h"
+#include "core/base/names.h"
+#include "core/base/workload_key.h"
 
 namespace gpuvpa::recommender {
 namespace {
@@ -21,6 +22,29 @@ void ScaleAll(std::vector<double>& v, double scale) {
 
 double VramAfterCudaOom(double used_bytes) {
   return std::max(used_bytes + kCudaOomMinBumpBytes, used_bytes * kCudaOomBumpRatio);
+}
+
+bool IsValidSample(const GpuSample& s) {
+  // Written so that NaN fails every comparison.
+  return s.time_s >= kMinSampleTimeS && s.time_s < kMaxSampleTimeS && s.vram_bytes >= 0 &&
+         s.vram_bytes <= kMaxVramBytes && s.sm_ratio >= 0 && s.sm_ratio <= 1;
+}
+
+Status ValidateIdentity(const v1::WorkloadIdentity& id) {
+  GPUVPA_RETURN_IF_ERROR(ValidateNamespaceName("namespace", id.namespace_name()));
+  GPUVPA_RETURN_IF_ERROR(ValidateKind("workload_kind", id.owner_kind()));
+  GPUVPA_RETURN_IF_ERROR(ValidateObjectName("workload_name", id.owner_name()));
+  GPUVPA_RETURN_IF_ERROR(ValidateContainerName("container", id.container()));
+  GPUVPA_RETURN_IF_ERROR(ValidateLabelText("cost_center", id.cost_center()));
+  GPUVPA_RETURN_IF_ERROR(ValidateLabelText("gpu_model", id.gpu_model()));
+  return ValidateLabelText("allocation", id.allocation());
+}
+
+std::string ChargeSeriesKey(const v1::WorkloadIdentity& identity, std::string_view pod,
+                            int32_t device) {
+  const std::string device_text = device < 0 ? "-" : std::to_string(device);
+  return EncodeIdParts({identity.namespace_name(), identity.owner_kind(), identity.owner_name(),
+                        identity.container(), pod, device_text});
 }
 
 std::string KeyOf(const v1::WorkloadIdentity& identity) {
@@ -115,8 +139,57 @@ double FleetStore::FactorAt(double time_s) {
   return cached_factor_;
 }
 
-void FleetStore::AddSample(uint32_t row, const GpuSample& sample) {
+uint32_t FleetStore::TrackDevice(uint32_t row, std::string_view pod, int32_t device) {
+  std::vector<DeviceCursor>& devices = states_[row].devices;
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (devices[i].device == device && devices[i].pod == pod) return static_cast<uint32_t>(i);
+  DeviceCursor cursor;
+  cursor.pod = std::string(pod);
+  cursor.device = device;
+  if (!ledger_charge_marks_.empty()) {
+    if (auto it = ledger_charge_marks_.find(ChargeSeriesKey(states_[row].identity, pod, device));
+        it != ledger_charge_marks_.end())
+      cursor.charged_through_s = it->second;
+  }
+  devices.push_back(std::move(cursor));
+  return static_cast<uint32_t>(devices.size() - 1);
+}
+
+IngestOutcome FleetStore::Ingest(uint32_t row, uint32_t device_index, const GpuSample& sample) {
+  DeviceCursor& cursor = states_[row].devices[device_index];
+  if (sample.time_s <= cursor.ingested_through_s) return IngestOutcome::kAlreadyIngested;
+  if (!AddSample(row, sample, sample.time_s > cursor.charged_through_s))
+    return IngestOutcome::kInvalid;
+  cursor.ingested_through_s = sample.time_s;
+  return IngestOutcome::kAdded;
+}
+
+void FleetStore::SetLedgerChargeMarks(std::unordered_map<std::string, double> marks) {
+  ledger_charge_marks_ = std::move(marks);
+  if (ledger_charge_marks_.empty()) return;
+  for (WorkloadState& st : states_)
+    for (DeviceCursor& cursor : st.devices)
+      if (auto it =
+              ledger_charge_marks_.find(ChargeSeriesKey(st.identity, cursor.pod, cursor.device));
+          it != ledger_charge_marks_.end())
+        cursor.charged_through_s = std::max(cursor.charged_through_s, it->second);
+}
+
+void FleetStore::MarkCharged(uint32_t row) {
+  WorkloadState& st = states_[row];
+  st.pending_samples = 0;
+  st.pending_from_s = st.pending_through_s = 0;
+  st.pending_allocated_gpu_seconds = 0;
+  st.pending_used_vram_gpu_seconds = 0;
+  st.pending_used_sm_gpu_seconds = 0;
+  for (DeviceCursor& cursor : st.devices)
+    cursor.charged_through_s = std::max(cursor.charged_through_s, cursor.ingested_through_s);
+}
+
+bool FleetStore::AddSample(uint32_t row, const GpuSample& sample, bool chargeable) {
+  if (!IsValidSample(sample)) return false;
   ApplyDecayShift(sample.time_s);
+  newest_sample_s_ = std::max(newest_sample_s_, sample.time_s);
   WorkloadState& st = states_[row];
   const double t = sample.time_s;
   const bool idle = sample.sm_ratio <= options_.idle_sm_threshold;
@@ -133,11 +206,24 @@ void FleetStore::AddSample(uint32_t row, const GpuSample& sample) {
   const double dt = options_.sample_period_s;
   const double gpu_seconds = dt * st.unit.device_fraction;
   st.observed_seconds += dt;
+  const double used_vram_gpu_seconds =
+      st.unit.vram_capacity_bytes > 0
+          ? gpu_seconds * std::min(1.0, sample.vram_bytes / st.unit.vram_capacity_bytes)
+          : 0;
+  const double used_sm_gpu_seconds = gpu_seconds * sample.sm_ratio;
   st.allocated_gpu_seconds += gpu_seconds;
-  if (st.unit.vram_capacity_bytes > 0)
-    st.used_vram_gpu_seconds +=
-        gpu_seconds * std::min(1.0, sample.vram_bytes / st.unit.vram_capacity_bytes);
-  st.used_sm_gpu_seconds += gpu_seconds * sample.sm_ratio;
+  st.used_vram_gpu_seconds += used_vram_gpu_seconds;
+  st.used_sm_gpu_seconds += used_sm_gpu_seconds;
+  if (chargeable) {
+    if (st.pending_samples == 0) st.pending_from_s = st.pending_through_s = t;
+    ++st.pending_samples;
+    st.pending_from_s = std::min(st.pending_from_s, t);
+    st.pending_through_s = std::max(st.pending_through_s, t);
+    st.pending_allocated_gpu_seconds += gpu_seconds;
+    st.pending_used_vram_gpu_seconds += used_vram_gpu_seconds;
+    st.pending_used_sm_gpu_seconds += used_sm_gpu_seconds;
+  }
+  st.vram_history_peak_bytes = std::max(st.vram_history_peak_bytes, sample.vram_bytes);
   if (!idle) {
     st.active_seconds += dt;
     const double gap_start = std::isnan(st.last_active_s) ? st.first_seen_s : st.last_active_s;
@@ -154,6 +240,7 @@ void FleetStore::AddSample(uint32_t row, const GpuSample& sample) {
     vram = VramAfterCudaOom(vram);
   }
   AddVramPeak(row, st, t, vram);
+  return true;
 }
 
 void FleetStore::AddVramPeak(uint32_t row, WorkloadState& st, double time_s, double value_bytes) {
@@ -183,6 +270,14 @@ size_t FleetStore::ForgetStale(double now_s) {
   const double cutoff = now_s - options_.history_s;
   size_t removed = 0;
   for (size_t row = 0; row < states_.size();) {
+    // Usage not yet charged (no price yet, or no ledger given) keeps its workload and its
+    // series: charging advances their marks.
+    if (states_[row].pending_samples > 0) {
+      ++row;
+      continue;
+    }
+    std::erase_if(states_[row].devices,
+                  [&](const DeviceCursor& c) { return c.ingested_through_s < cutoff; });
     if (states_[row].last_seen_s >= cutoff) {
       ++row;
       continue;

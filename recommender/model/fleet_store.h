@@ -3,6 +3,7 @@
 // whole-fleet passes (decay shifts, percentiles) walk memory in order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -12,7 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/gpu_allocation.h"
+#include "core/base/status.h"
+#include "core/gpu/gpu_allocation.h"
 #include "proto/gpuvpa.pb.h"
 #include "recommender/model/bucketing.h"
 #include "recommender/model/histogram.h"
@@ -39,12 +41,41 @@ struct FleetStoreOptions {
   double idle_sm_threshold = 0.05;
 };
 
+// Sample times outside [2000-01-01, 2100-01-01) are refused at the store's boundary whatever
+// the source checks: they keep every decay factor and every ledger time finite and in range.
+inline constexpr double kMinSampleTimeS = 946684800;
+inline constexpr double kMaxSampleTimeS = 4102444800;
+// No device has a petabyte: a larger value is a unit or data error, not usage.
+inline constexpr double kMaxVramBytes = 1e15;
+
 // One observation of one device (or MIG instance, or shared replica) of a workload-container.
 struct GpuSample {
   double time_s = 0;
   double vram_bytes = 0;
   double sm_ratio = 0;
   bool cuda_oom = false;
+};
+
+// True when the sample can enter the store: finite, time in range, VRAM in [0, kMaxVramBytes],
+// SM ratio in [0, 1]. NaN and infinities never reach a histogram or a checkpoint.
+bool IsValidSample(const GpuSample& sample);
+
+// One series of samples of a workload-container: a device (GPU index, MIG instance or shared
+// replica) of one pod. Its high-water marks make ingest idempotent: a sample at or before
+// `ingested_through_s` is already in the histograms; one at or before `charged_through_s` is
+// already in the ledger (from this store or from the ledger's own marks).
+struct DeviceCursor {
+  std::string pod;
+  int32_t device = -1;            // -1: the source named no device index
+  double ingested_through_s = 0;  // 0: nothing ingested yet
+  double charged_through_s = 0;   // 0: nothing charged yet
+};
+
+// What Ingest did with a sample.
+enum class IngestOutcome {
+  kAdded,            // new: in the histograms (and pending charge unless charged already)
+  kAlreadyIngested,  // at or before the series' high-water mark: skipped, counted
+  kInvalid,          // refused at the boundary (see IsValidSample)
 };
 
 // Everything but the histograms that the store keeps per workload-container.
@@ -67,14 +98,27 @@ struct WorkloadState {
   double used_sm_gpu_seconds = 0;
   uint32_t cuda_oom_count = 0;
   double vram_previous_window_peak_bytes = -1;
-  // The part of the accounting above already charged to the ledger, and up to when; the next
-  // charge is the difference (see logic/usage_charges.h).
-  double charged_through_s = 0;  // 0: nothing charged yet
-  double charged_allocated_gpu_seconds = 0;
-  double charged_used_vram_gpu_seconds = 0;
-  double charged_used_sm_gpu_seconds = 0;
+  double vram_history_peak_bytes = 0;  // the largest VRAM sample since tracking began
+  // Device time ingested but not yet charged to the ledger, and the span of its samples; the
+  // next charge is exactly this (see logic/usage_charges.h).
+  uint64_t pending_samples = 0;
+  double pending_from_s = 0;
+  double pending_through_s = 0;
+  double pending_allocated_gpu_seconds = 0;
+  double pending_used_vram_gpu_seconds = 0;
+  double pending_used_sm_gpu_seconds = 0;
   v1::WorkloadIdentity identity;
+  std::vector<DeviceCursor> devices;
 };
+
+// Kubernetes name rules for namespace, owner kind, owner name and container; the cost center
+// as free text (valid UTF-8, no control characters). Errors name the field and the value.
+Status ValidateIdentity(const v1::WorkloadIdentity& identity);
+
+// The ledger's name of one series: workload-container, pod and device, each part escaped
+// (core/base/names.h), so two series never share a name.
+std::string ChargeSeriesKey(const v1::WorkloadIdentity& identity, std::string_view pod,
+                            int32_t device);
 
 // CUDA OOM rule (VPA's OOM bump): the next peak is the larger of used + 100 MiB and used * 1.2.
 double VramAfterCudaOom(double used_bytes);
@@ -89,10 +133,28 @@ class FleetStore {
   // Row index of a key built by AssignWorkloadKey.
   std::optional<uint32_t> Find(std::string_view key) const;
 
-  void AddSample(uint32_t row, const GpuSample& sample);
+  // Finds or creates the series of `row` for a pod's device; returns its index in
+  // state(row).devices. A new series takes its charge mark from the ledger marks, if any.
+  uint32_t TrackDevice(uint32_t row, std::string_view pod, int32_t device);
+  // Adds a sample of one series unless the series has ingested it already (idempotent ingest).
+  IngestOutcome Ingest(uint32_t row, uint32_t device_index, const GpuSample& sample);
+  // Adds a sample with no series bookkeeping (benchmarks, tests); `chargeable` adds its device
+  // time to the pending charge. False (nothing added) when the sample is invalid.
+  bool AddSample(uint32_t row, const GpuSample& sample, bool chargeable = true);
 
-  // Drops workloads whose last sample is older than now - history; returns how many.
+  // The ledger's charge marks by ChargeSeriesKey: every series, present or future, counts
+  // samples at or before its mark as charged already.
+  void SetLedgerChargeMarks(std::unordered_map<std::string, double> marks);
+  // The pending charge of `row` was written to the ledger: clear it and advance the series'
+  // charge marks to their ingest marks.
+  void MarkCharged(uint32_t row);
+
+  // Drops workloads whose last sample is older than now - history and that have nothing
+  // pending charge, and series older than that; returns how many workloads.
   size_t ForgetStale(double now_s);
+  // The newest sample time in the store (0 when empty): the clock that staleness is measured
+  // against, so that an old trace still replays and no single row can move it past the data.
+  double newest_sample_s() const { return newest_sample_s_; }
 
   size_t size() const { return states_.size(); }
   void Reserve(size_t workloads);
@@ -112,6 +174,9 @@ class FleetStore {
   HistogramRow mutable_vram_row(uint32_t row);
   HistogramRow mutable_sm_row(uint32_t row);
   void set_reference_time_s(double reference_time_s);
+  void NoteRestoredSampleTime(double time_s) {
+    newest_sample_s_ = std::max(newest_sample_s_, time_s);
+  }
 
  private:
   void ApplyDecayShift(double time_s);
@@ -138,6 +203,8 @@ class FleetStore {
   // most samples reuse it.
   double cached_factor_time_s_ = std::numeric_limits<double>::quiet_NaN();
   double cached_factor_ = 1;
+  double newest_sample_s_ = 0;
+  std::unordered_map<std::string, double> ledger_charge_marks_;
 };
 
 // The index key of a tracked identity.

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "core/workload_key.h"
+#include "core/base/workload_key.h"
+#include "core/cost/money.h"
 
 namespace gpuvpa::recommender {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr size_t kNarrowNameWidth = 40;  // longer workload names are cut in the middle
 
 std::string Fmt(const char* format, double v) {
   char buf[64];
@@ -27,14 +29,25 @@ std::string Duration(double seconds) {
   return Fmt("%.0fm", seconds / 60);
 }
 
-std::string DisplayName(const v1::WorkloadIdentity& id) {
-  return WorkloadDisplayName(id.namespace_name(), id.owner_kind(), id.owner_name(), id.container());
+std::string DisplayName(const v1::WorkloadIdentity& id, bool with_kind) {
+  if (with_kind)
+    return WorkloadDisplayName(id.namespace_name(), id.owner_kind(), id.owner_name(),
+                               id.container());
+  return id.namespace_name() + "/" + id.owner_name() + "/" + id.container();
+}
+
+std::string CutMiddle(const std::string& s, size_t width) {
+  if (s.size() <= width) return s;
+  const size_t head = (width - 1) / 2;
+  return s.substr(0, head) + "~" + s.substr(s.size() - (width - 1 - head));
 }
 
 std::string Note(const v1::Recommendation& r) {
   std::string note;
   auto add = [&](const std::string& s) { note += (note.empty() ? "" : "; ") + s; };
   if (!r.has_target()) add("no recommendation: " + r.withheld_reason());
+  if (r.needs_larger_gpu())
+    add("needs a larger GPU (p98 above " + Gib(r.vram_limit_bytes()) + " GiB)");
   if (r.vram_set_by_allocator()) add("VRAM set by allocator config");
   if (r.cuda_oom_count() > 0) add(std::to_string(r.cuda_oom_count()) + " CUDA OOM");
   return note;
@@ -48,57 +61,92 @@ std::string VramColumn(const v1::Recommendation& r) {
          Gib(r.vram_upper_bytes()) + "]";
 }
 
-std::string Table(const std::vector<v1::Recommendation>& recs) {
-  std::vector<std::vector<std::string>> rows;
-  rows.push_back({"WORKLOAD", "GPU", "ALLOCATION", "COST CENTER", "VRAM GiB target [lower-upper]",
-                  "PEAK GiB", "SM p90/p99", "DUTY", "IDLE GAP", "GPU-h", "IDLE TAX GPU-h vram/sm",
-                  "CONF", "HISTORY", "NOTE"});
-  for (const v1::Recommendation& r : recs) {
+struct Row {
+  v1::Recommendation rec;
+  bool priced = false;
+  MicroUsd idle_tax_vram = 0;
+  MicroUsd allocated = 0;
+};
+
+std::string Money(const Row& r, MicroUsd v) { return r.priced ? FormatUsd(v) : "no price"; }
+
+std::string Table(const std::vector<Row>& rows, bool wide) {
+  std::vector<std::vector<std::string>> cells;
+  if (wide) {
+    cells.push_back({"WORKLOAD", "GPU", "ALLOCATION", "COST CENTER",
+                     "VRAM GiB target [lower-upper]", "PEAK GiB history", "PEAK GiB last 1h",
+                     "SM p90/p99", "DUTY", "IDLE GAP", "GPU-h", "COST", "IDLE TAX GPU-h vram/sm",
+                     "IDLE TAX", "CONF", "HISTORY", "NOTE"});
+  } else {
+    cells.push_back({"WORKLOAD", "GPU", "VRAM GiB target [low-up]", "PEAK GiB hist/1h", "SM p90",
+                     "DUTY", "IDLE TAX", "NOTE"});
+  }
+  for (const Row& row : rows) {
+    const v1::Recommendation& r = row.rec;
     const v1::WorkloadIdentity& id = r.identity();
-    rows.push_back({
-        DisplayName(id),
-        id.gpu_model(),
-        id.allocation(),
-        id.cost_center(),
-        VramColumn(r),
-        Gib(r.vram_observed_peak_bytes()),
-        Fmt("%.2f", r.sm_p90_ratio()) + "/" + Fmt("%.2f", r.sm_p99_ratio()),
-        Percent(r.active_duty_ratio()),
-        Duration(r.longest_idle_gap_s()),
-        Fmt("%.1f", r.allocated_gpu_hours()),
-        Fmt("%.1f", r.idle_tax_gpu_hours_vram()) + "/" + Fmt("%.1f", r.idle_tax_gpu_hours_sm()),
-        Fmt("%.2f", r.confidence()),
-        Duration(r.history_s()),
-        Note(r),
-    });
-  }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    if (wide) {
+      cells.push_back(
+          {DisplayName(id, true), id.gpu_model(), id.allocation(), id.cost_center(), VramColumn(r),
+           Gib(r.vram_history_peak_bytes()), Gib(r.vram_observed_peak_bytes()),
+           Fmt("%.2f", r.sm_p90_ratio()) + "/" + Fmt("%.2f", r.sm_p99_ratio()),
+           Percent(r.active_duty_ratio()), Duration(r.longest_idle_gap_s()),
+           Fmt("%.1f", r.allocated_gpu_hours()), Money(row, row.allocated),
+           Fmt("%.1f", r.idle_tax_gpu_hours_vram()) + "/" + Fmt("%.1f", r.idle_tax_gpu_hours_sm()),
+           Money(row, row.idle_tax_vram), Fmt("%.2f", r.confidence()), Duration(r.history_s()),
+           Note(r)});
+    } else {
+      cells.push_back({CutMiddle(DisplayName(id, false), kNarrowNameWidth), id.gpu_model(),
+                       VramColumn(r),
+                       Gib(r.vram_history_peak_bytes()) + "/" + Gib(r.vram_observed_peak_bytes()),
+                       Fmt("%.2f", r.sm_p90_ratio()), Percent(r.active_duty_ratio()),
+                       row.priced ? FormatUsd(row.idle_tax_vram)
+                                  : Fmt("%.1f GPU-h", r.idle_tax_gpu_hours_vram()),
+                       Note(r)});
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
   }
+  std::vector<size_t> width(cells[0].size(), 0);
+  for (const auto& line : cells)
+    for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
+  if (!wide) {
+    // The note takes what is left of the table width (at least its title).
+    size_t used = 0;
+    for (size_t c = 0; c + 1 < width.size(); ++c) used += width[c] + 2;
+    width.back() = std::max(cells[0].back().size(), kTableWidth > used ? kTableWidth - used : 0);
+    for (auto& line : cells)
+      if (line.back().size() > width.back())
+        line.back() = line.back().substr(0, width.back() - 3) + "...";
+  }
+  std::string out;
+  for (const auto& line : cells) {
+    std::string text;
+    for (size_t c = 0; c < line.size(); ++c) {
+      text += line[c];
+      if (c + 1 < line.size()) text += std::string(width[c] - line[c].size() + 2, ' ');
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out += text + "\n";
+  }
+  out +=
+      "IDLE TAX: allocated minus VRAM-resident GPU time over the history, priced where the "
+      "model has a price.\n";
+  if (!wide)
+    out +=
+        "PEAK: largest sample since tracking began / in the latest 1 h window. "
+        "--wide shows every column.\n";
   return out;
 }
 
-std::string Json(const std::vector<v1::Recommendation>& recs) {
+std::string Json(const std::vector<Row>& rows) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
   std::string out = "[";
-  for (size_t i = 0; i < recs.size(); ++i) {
+  for (size_t i = 0; i < rows.size(); ++i) {
     std::string one;
-    (void)google::protobuf::util::MessageToJsonString(recs[i], &one, options);
+    (void)google::protobuf::util::MessageToJsonString(rows[i].rec, &one, options);
     out += (i == 0 ? "\n  " : ",\n  ") + one;
   }
-  out += recs.empty() ? "]\n" : "\n]\n";
+  out += rows.empty() ? "]\n" : "\n]\n";
   return out;
 }
 
@@ -111,14 +159,41 @@ Result<OutputFormat> ParseOutputFormat(std::string_view text) {
 }
 
 std::string FormatRecommendations(const std::vector<Recommendation>& recommendations,
-                                  const FleetStore& store, OutputFormat format) {
-  std::vector<v1::Recommendation> recs;
-  recs.reserve(recommendations.size());
-  for (const Recommendation& r : recommendations) recs.push_back(ToProto(r, store));
-  std::sort(recs.begin(), recs.end(), [](const v1::Recommendation& a, const v1::Recommendation& b) {
-    return DisplayName(a.identity()) < DisplayName(b.identity());
+                                  const FleetStore& store, const FormatOptions& options) {
+  std::vector<Row> rows;
+  rows.reserve(recommendations.size());
+  for (const Recommendation& r : recommendations) {
+    Row row{ToProto(r, store)};
+    if (options.prices != nullptr) {
+      Result<double> price =
+          options.prices->GpuHourPrice(row.rec.identity().gpu_model(), options.region);
+      auto priced = [&](double gpu_hours) -> Result<MicroUsd> {
+        if (!price.ok()) return price.status();
+        Result<MilliGpuSeconds> time = GpuSecondsToMilli(std::max(0.0, gpu_hours) * 3600);
+        if (!time.ok()) return time.status();
+        return PriceGpuTime(*time, *price);
+      };
+      Result<MicroUsd> idle = priced(r.idle_tax_gpu_hours_vram);
+      Result<MicroUsd> allocated = priced(r.allocated_gpu_hours);
+      if (idle.ok() && allocated.ok()) {
+        row.priced = true;
+        row.idle_tax_vram = *idle;
+        row.allocated = *allocated;
+        row.rec.set_priced(true);
+        row.rec.set_idle_tax_usd_vram(MicroToUsd(*idle));
+        row.rec.set_allocated_usd(MicroToUsd(*allocated));
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.priced != b.priced) return a.priced;
+    if (a.priced && a.idle_tax_vram != b.idle_tax_vram) return a.idle_tax_vram > b.idle_tax_vram;
+    if (!a.priced && a.rec.idle_tax_gpu_hours_vram() != b.rec.idle_tax_gpu_hours_vram())
+      return a.rec.idle_tax_gpu_hours_vram() > b.rec.idle_tax_gpu_hours_vram();
+    return DisplayName(a.rec.identity(), true) < DisplayName(b.rec.identity(), true);
   });
-  return format == OutputFormat::kJson ? Json(recs) : Table(recs);
+  return options.format == OutputFormat::kJson ? Json(rows) : Table(rows, options.wide);
 }
 
 }  // namespace gpuvpa::recommender

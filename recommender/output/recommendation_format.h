@@ -5,7 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/cost/price_book.h"
 #include "recommender/logic/recommendation.h"
 #include "recommender/model/fleet_store.h"
 
@@ -15,8 +16,19 @@ enum class OutputFormat { kTable, kJson };
 
 Result<OutputFormat> ParseOutputFormat(std::string_view text);
 
-// Rows sorted by namespace/kind/name/container.
+struct FormatOptions {
+  OutputFormat format = OutputFormat::kTable;
+  // The table fits kTableWidth columns unless wide (every column, nothing cut).
+  bool wide = false;
+  // Money is shown where the GPU model has a price; null: GPU-hours only.
+  const PriceBook* prices = nullptr;
+  std::string region;
+};
+
+inline constexpr size_t kTableWidth = 120;
+
+// Rows sorted by idle-tax cost, largest first (GPU-hours where there is no price), then name.
 std::string FormatRecommendations(const std::vector<Recommendation>& recommendations,
-                                  const FleetStore& store, OutputFormat format);
+                                  const FleetStore& store, const FormatOptions& options);
 
 }  // namespace gpuvpa::recommender

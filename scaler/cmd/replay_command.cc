@@ -3,9 +3,10 @@
 
 #include <cstdio>
 
-#include "core/atomic_file.h"
-#include "core/flags.h"
-#include "core/money.h"
+#include "core/base/atomic_file.h"
+#include "core/cli/cli.h"
+#include "core/cost/money.h"
+#include "core/cost/price_book.h"
 #include "scaler/replay/queue_replay.h"
 
 namespace gpuvpa::scaler {
@@ -14,32 +15,40 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
   std::string arrivals_path;
   QueueReplayOptions o;
   double usd_per_gpu_hour = 0;
-  FlagParser flags("replay");
-  flags.AddString("arrivals", &arrivals_path,
-                  "request arrivals CSV, first column a timestamp (required)");
-  flags.AddDouble("service-seconds", &o.service_s, "service time per request (required)");
-  flags.AddDouble("target", &o.target, "queue length per replica, KEDA listLength (default 5)");
-  flags.AddDouble("activation", &o.activation_threshold, "active when depth > this (default 0)");
-  flags.AddInt("max-replicas", &o.max_replicas, "maxReplicaCount (default 10)");
-  flags.AddDouble("poll-seconds", &o.poll_interval_s, "KEDA pollingInterval (default 30)");
-  flags.AddDouble("cooldown-seconds", &o.cooldown_s,
-                  "KEDA cooldownPeriod before scaling to zero (default 300)");
-  flags.AddDouble("stabilization-seconds", &o.stabilization_s,
-                  "HPA scale-down stabilization (default 300)");
-  flags.AddDouble("cold-start-seconds", &o.cold_start_s,
-                  "time for a new replica to serve (default 60)");
-  flags.AddDouble("gpu-per-replica", &o.gpu_per_replica, "GPUs per replica (default 1)");
-  flags.AddDouble("usd-per-gpu-hour", &usd_per_gpu_hour, "price, to show the saving in dollars");
-  flags.Require("arrivals");
-  flags.Require("service-seconds");
-  if (!flags.ParseOrExplain(args, err)) return kExitUsage;
+  auto app = NewCommandApp("gpuvpa-scaler", "replay",
+                           "Replay a request-arrival trace through a simulated KEDA/HPA-scaled "
+                           "queue: metered GPU time against reserved.");
+  app->add_option("--arrivals", arrivals_path, "request arrivals CSV, first column a timestamp")
+      ->required();
+  app->add_option("--service-seconds", o.service_s, "service time per request")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--target", o.target, "queue length per replica, KEDA listLength")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--activation", o.activation_threshold, "active when depth > this")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--max-replicas", o.max_replicas, "maxReplicaCount")
+      ->check(CLI::Range(1, 100000));
+  app->add_option("--poll-seconds", o.poll_interval_s, "KEDA pollingInterval")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--cooldown-seconds", o.cooldown_s, "KEDA cooldownPeriod before scaling to zero")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--stabilization-seconds", o.stabilization_s, "HPA scale-down stabilization")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--cold-start-seconds", o.cold_start_s, "time for a new replica to serve")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--gpu-per-replica", o.gpu_per_replica, "GPUs per replica")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--usd-per-gpu-hour", usd_per_gpu_hour, "price, to show the saving in dollars")
+      ->check(CLI::Range(0.0, kDefaultMaxUsdPerGpuHour));
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   Result<std::string> csv = ReadWholeFile(arrivals_path);
   Result<std::vector<double>> arrivals =
       csv.ok() ? ReadArrivals(*csv) : Result<std::vector<double>>(csv.status());
   Result<QueueReplayResult> r =
       arrivals.ok() ? ReplayQueue(*arrivals, o) : Result<QueueReplayResult>(arrivals.status());
   if (!r.ok()) {
-    err << "replay: " << r.status().message() << "\n";
+    err << "gpuvpa-scaler replay: " << r.status().message() << "\n";
     return kExitFailure;
   }
   char buf[512];
@@ -56,11 +65,20 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
                 r->wait_max_s);
   out << buf;
   if (usd_per_gpu_hour > 0) {
-    out << "cost                metered "
-        << FormatUsd(PriceGpuTime(std::llround(r->metered_gpu_s * 1000), usd_per_gpu_hour))
-        << " vs reserved "
-        << FormatUsd(PriceGpuTime(std::llround(r->reserved_gpu_s * 1000), usd_per_gpu_hour))
-        << "\n";
+    auto cost = [&](double gpu_seconds) -> Result<MicroUsd> {
+      Result<MilliGpuSeconds> time = GpuSecondsToMilli(gpu_seconds);
+      if (!time.ok()) return time.status();
+      return PriceGpuTime(*time, usd_per_gpu_hour);
+    };
+    Result<MicroUsd> metered = cost(r->metered_gpu_s);
+    Result<MicroUsd> reserved = cost(r->reserved_gpu_s);
+    if (!metered.ok() || !reserved.ok()) {
+      err << "gpuvpa-scaler replay: " << (metered.ok() ? reserved : metered).status().message()
+          << "\n";
+      return kExitFailure;
+    }
+    out << "cost                metered " << FormatUsd(*metered) << " vs reserved "
+        << FormatUsd(*reserved) << "\n";
   }
   return 0;
 }

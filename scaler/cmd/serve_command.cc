@@ -5,10 +5,10 @@
 
 #include <csignal>
 
-#include "core/atomic_file.h"
-#include "core/config.h"
-#include "core/flags.h"
-#include "core/ledger.h"
+#include "core/base/atomic_file.h"
+#include "core/cli/cli.h"
+#include "core/cost/config.h"
+#include "core/cost/ledger.h"
 #include "scaler/service/activity_hub.h"
 #include "scaler/service/activity_meter.h"
 #include "scaler/service/external_scaler_service.h"
@@ -28,27 +28,31 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   int cache_ttl_ms = 1000;
   int source_timeout_ms = 500;
   int push_staleness_s = 300;
-  FlagParser flags("serve");
-  flags.AddString("listen", &server.listen_address, "gRPC address (default 0.0.0.0:9090)");
-  flags.AddString("tls-cert", &server.tls_cert_file,
+  auto app = NewCommandApp("gpuvpa-scaler", "serve",
+                           "Serve KEDA's ExternalScaler and QueueDepthPush over gRPC (TLS/mTLS "
+                           "with certificates), /metrics, and meter active periods.");
+  app->add_option("--listen", server.listen_address, "gRPC address");
+  app->add_option("--tls-cert", server.tls_cert_file,
                   "server certificate (PEM); with --tls-key enables TLS");
-  flags.AddString("tls-key", &server.tls_key_file, "server private key (PEM)");
-  flags.AddString("client-ca", &server.client_ca_file,
+  app->add_option("--tls-key", server.tls_key_file, "server private key (PEM)");
+  app->add_option("--client-ca", server.client_ca_file,
                   "CA (PEM) that client certificates must chain to (mTLS)");
-  flags.AddString("metrics-listen", &metrics_listen,
-                  "/metrics address (default 0.0.0.0:9091; empty: off)");
-  flags.AddString("ledger", &ledger_path, "ledger for metered periods (default: none)");
-  flags.AddString("config", &config_path, "gpuvpa config (prices, region)");
-  flags.AddString("redis-password-file", &redis_password_file, "file holding the Redis password");
-  flags.AddInt("cache-ttl-ms", &cache_ttl_ms, "one backend read per queue per this (default 1000)");
-  flags.AddInt("source-timeout-ms", &source_timeout_ms, "queue read timeout (default 500)");
-  flags.AddInt("push-staleness-seconds", &push_staleness_s,
-               "push reports older than this are UNAVAILABLE (300)");
-  if (!flags.ParseOrExplain(args, err)) return kExitUsage;
+  app->add_option("--metrics-listen", metrics_listen, "/metrics address (empty: off)");
+  app->add_option("--ledger", ledger_path, "ledger for metered periods (default: none)");
+  app->add_option("--config", config_path, "gpuvpa config (prices, region)");
+  app->add_option("--redis-password-file", redis_password_file, "file holding the Redis password");
+  app->add_option("--cache-ttl-ms", cache_ttl_ms, "one backend read per queue per this")
+      ->check(CLI::Range(1, 3600 * 1000));
+  app->add_option("--source-timeout-ms", source_timeout_ms, "queue read timeout")
+      ->check(CLI::Range(1, 60 * 1000));
+  app->add_option("--push-staleness-seconds", push_staleness_s,
+                  "push reports older than this are UNAVAILABLE")
+      ->check(CLI::Range(1, 86400));
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
 
   Result<GpuvpaConfig> config = LoadConfigFile(config_path);
   if (!config.ok()) {
-    err << "serve: " << config.status().message() << "\n";
+    err << "gpuvpa-scaler serve: " << config.status().message() << "\n";
     return kExitFailure;
   }
   ScalerCoreOptions core_options;
@@ -57,7 +61,7 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   if (!redis_password_file.empty()) {
     Result<std::string> password = ReadWholeFile(redis_password_file);
     if (!password.ok()) {
-      err << "serve: " << password.status().message() << "\n";
+      err << "gpuvpa-scaler serve: " << password.status().message() << "\n";
       return kExitFailure;
     }
     core_options.redis_password = *password;
@@ -69,7 +73,7 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   if (!ledger_path.empty()) {
     Result<std::unique_ptr<Ledger>> opened = Ledger::Open(ledger_path);
     if (!opened.ok()) {
-      err << "serve: " << opened.status().message() << "\n";
+      err << "gpuvpa-scaler serve: " << opened.status().message() << "\n";
       return kExitFailure;
     }
     ledger = std::move(opened).value();
@@ -103,7 +107,7 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   Result<RunningServer> running = StartServer(server, {&scaler, &push_service});
   if (!running.ok()) {
-    err << "serve: " << running.status().message() << "\n";
+    err << "gpuvpa-scaler serve: " << running.status().message() << "\n";
     return kExitFailure;
   }
   out << "gpuvpa-scaler: serving ExternalScaler and QueueDepthPush on port " << running->port

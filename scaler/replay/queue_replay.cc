@@ -6,8 +6,8 @@
 #include <deque>
 #include <limits>
 
-#include "core/text_lines.h"
-#include "core/time_format.h"
+#include "core/base/text_lines.h"
+#include "core/base/time_format.h"
 
 namespace gpuvpa::scaler {
 namespace {

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace gpuvpa::scaler {
 

@@ -5,7 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "core/money.h"
+#include "core/base/names.h"
+#include "core/cost/money.h"
 
 namespace gpuvpa::scaler {
 
@@ -70,14 +71,23 @@ void ActivityMeter::WriteRowLocked(Meter& m, double now) {
         m.config.gpu_model.empty()
             ? Result<double>(InvalidArgumentError("no gpuModel in the trigger metadata"))
             : prices_.GpuHourPrice(m.config.gpu_model, options_.region);
-    if (!price.ok()) {
+    Result<MilliGpuSeconds> metered_time =
+        price.ok() ? GpuSecondsToMilli(gpu_seconds) : Result<MilliGpuSeconds>(price.status());
+    Result<MilliGpuSeconds> reserved_time = metered_time.ok()
+                                                ? GpuSecondsToMilli(reserved_gpu_seconds)
+                                                : Result<MilliGpuSeconds>(metered_time.status());
+    Result<MicroUsd> metered = reserved_time.ok() ? PriceGpuTime(*metered_time, *price)
+                                                  : Result<MicroUsd>(reserved_time.status());
+    Result<MicroUsd> reserved =
+        metered.ok() ? PriceGpuTime(*reserved_time, *price) : Result<MicroUsd>(metered.status());
+    if (!reserved.ok()) {
       log_ << "metering: " << m.config.namespace_name << "/" << m.config.name << ": " << gpu_seconds
-           << " GPU-seconds not charged: " << price.status().message() << "\n";
+           << " GPU-seconds not charged: " << reserved.status().message() << "\n";
     } else {
       LedgerAction a;
-      a.action_id = "metered/" + m.config.namespace_name + "/" + m.config.name + "/" +
-                    std::to_string(std::llround(m.row_start_s * 1000)) + "-" +
-                    std::to_string(std::llround(now * 1000));
+      a.action_id = "metered/" + EncodeIdParts({m.config.namespace_name, m.config.name}) + "/" +
+                    std::to_string(static_cast<int64_t>(std::round(m.row_start_s * 1000))) + "-" +
+                    std::to_string(static_cast<int64_t>(std::round(now * 1000)));
       a.time_s = static_cast<int64_t>(now);
       a.kind = ActionKind::kMeteredPeriod;
       a.status = ActionStatus::kApplied;
@@ -87,9 +97,9 @@ void ActivityMeter::WriteRowLocked(Meter& m, double now) {
       a.gpu_model = m.config.gpu_model;
       a.period_start_s = static_cast<int64_t>(m.row_start_s);
       a.period_end_s = static_cast<int64_t>(now);
-      a.metered_gpu_time = std::llround(gpu_seconds * 1000);
-      a.metered = PriceGpuTime(a.metered_gpu_time, *price);
-      a.reserved = PriceGpuTime(std::llround(reserved_gpu_seconds * 1000), *price);
+      a.metered_gpu_time = *metered_time;
+      a.metered = *metered;
+      a.reserved = *reserved;
       a.evidence_json = nlohmann::json{
           {"replica_seconds", m.replica_seconds},
           {"peak_replicas", m.peak_replicas},

@@ -13,8 +13,8 @@
 #include <ostream>
 #include <string>
 
-#include "core/ledger.h"
-#include "core/price_book.h"
+#include "core/cost/ledger.h"
+#include "core/cost/price_book.h"
 #include "scaler/service/external_scaler_service.h"
 
 namespace gpuvpa::scaler {

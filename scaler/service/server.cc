@@ -1,7 +1,7 @@
 // Server construction with TLS / mTLS credentials from files.
 #include "scaler/service/server.h"
 
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 
 namespace gpuvpa::scaler {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace gpuvpa::scaler {
 

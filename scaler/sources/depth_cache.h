@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace gpuvpa::scaler {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "core/http_client.h"
+#include "core/net/http_client.h"
 
 namespace gpuvpa::scaler {
 

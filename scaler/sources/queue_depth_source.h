@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace gpuvpa::scaler {
 

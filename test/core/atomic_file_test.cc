@@ -1,5 +1,5 @@
 // Atomic file replacement.
-#include "core/atomic_file.h"
+#include "core/base/atomic_file.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Cost-center resolution order.
-#include "core/cost_center.h"
+#include "core/cost/cost_center.h"
 
 #include <gtest/gtest.h>
 

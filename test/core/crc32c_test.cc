@@ -1,5 +1,5 @@
 // CRC-32C against the standard check value.
-#include "core/crc32c.h"
+#include "core/base/crc32c.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Allocation parsing and per-unit resolution.
-#include "core/gpu_allocation.h"
+#include "core/gpu/gpu_allocation.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // GPU catalog: model-name matching and MIG slice fractions.
-#include "core/gpu_catalog.h"
+#include "core/gpu/gpu_catalog.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 
 #include <random>
 
-#include "core/ledger.h"
+#include "core/cost/ledger.h"
 #include "test/support/temp_dir.h"
 
 namespace gpuvpa {

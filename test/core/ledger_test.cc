@@ -1,10 +1,12 @@
 // Ledger: durable append-only rows, idempotence, schema versions, showback figures.
-#include "core/ledger.h"
+#include "core/cost/ledger.h"
 
 #include <gtest/gtest.h>
+
+#include "test/support/money_util.h"
 #include <sqlite3.h>
 
-#include "core/showback.h"
+#include "core/cost/showback.h"
 #include "test/support/temp_dir.h"
 
 namespace gpuvpa {
@@ -99,15 +101,15 @@ TEST_F(LedgerTest, WorkedExampleThroughTheLedgerAndShowback) {
   // reservation it replaces.
   LedgerAction m =
       Action("m-1", ActionKind::kMeteredPeriod, ActionStatus::kApplied, "agent", "ai-agents");
-  m.metered_gpu_time = GpuHoursToMilliGpuSeconds(60);
-  m.metered = PriceGpuTime(m.metered_gpu_time, 2.64);
-  m.reserved = PriceGpuTime(GpuHoursToMilliGpuSeconds(kHoursPerMonth), 2.64);
+  m.metered_gpu_time = testing::GpuHours(60);
+  m.metered = testing::Cost(m.metered_gpu_time, 2.64);
+  m.reserved = testing::Cost(testing::GpuHours(kHoursPerMonth), 2.64);
   ASSERT_TRUE(ledger_->Append(m).ok());
   Result<Showback> s = ledger_->QueryShowback({});
   ASSERT_TRUE(s.ok()) << s.status().message();
   ASSERT_EQ(s->groups.size(), 1u);
-  EXPECT_EQ(s->groups[0].metered, UsdToMicro(158.40));
-  EXPECT_EQ(s->groups[0].reserved, UsdToMicro(1927.20));
+  EXPECT_EQ(s->groups[0].metered, testing::Usd(158.40));
+  EXPECT_EQ(s->groups[0].reserved, testing::Usd(1927.20));
   const std::string table = FormatShowback(*s, ShowbackGroup::kCostCenter, ReportFormat::kTable);
   EXPECT_NE(table.find("$158.40"), std::string::npos) << table;
   EXPECT_NE(table.find("$1,927.20"), std::string::npos) << table;
@@ -118,42 +120,42 @@ TEST_F(LedgerTest, ShowbackTotalsAllocationIdleTaxAndSavingsPerCostCenter) {
   std::vector<LedgerAction> rows;
   LedgerAction usage =
       Action("u-1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "train", "research");
-  usage.allocated = UsdToMicro(100);
-  usage.used_vram = UsdToMicro(30);
-  usage.used_sm = UsdToMicro(10);
+  usage.allocated = testing::Usd(100);
+  usage.used_vram = testing::Usd(30);
+  usage.used_sm = testing::Usd(10);
   rows.push_back(usage);
   LedgerAction unmeasured =
       Action("u-2", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "old", "research");
-  unmeasured.allocated = UsdToMicro(50);
+  unmeasured.allocated = testing::Usd(50);
   unmeasured.usage_measured = false;
   rows.push_back(unmeasured);
   // Two recommendations for one workload: only the latest counts as proposed.
   LedgerAction r1 =
       Action("r-1", ActionKind::kRecommendation, ActionStatus::kProposed, "web", "search", 10);
-  r1.monthly_before = UsdToMicro(1000);
-  r1.monthly_after = UsdToMicro(500);
+  r1.monthly_before = testing::Usd(1000);
+  r1.monthly_after = testing::Usd(500);
   LedgerAction r2 = r1;
   r2.action_id = "r-2";
   r2.time_s = 20;
-  r2.monthly_after = UsdToMicro(400);
+  r2.monthly_after = testing::Usd(400);
   rows.push_back(r1);
   rows.push_back(r2);
   // An applied change and its rollback cancel out; a second applied change stands.
   LedgerAction applied =
       Action("c-1", ActionKind::kAppliedChange, ActionStatus::kApplied, "api", "search", 30);
-  applied.monthly_before = UsdToMicro(800);
-  applied.monthly_after = UsdToMicro(200);
+  applied.monthly_before = testing::Usd(800);
+  applied.monthly_after = testing::Usd(200);
   LedgerAction rollback =
       Action("c-2", ActionKind::kRollback, ActionStatus::kApplied, "api", "search", 40);
-  rollback.monthly_before = UsdToMicro(200);
-  rollback.monthly_after = UsdToMicro(800);
+  rollback.monthly_before = testing::Usd(200);
+  rollback.monthly_after = testing::Usd(800);
   LedgerAction applied2 =
       Action("c-3", ActionKind::kAppliedChange, ActionStatus::kApplied, "db", "search", 50);
-  applied2.monthly_before = UsdToMicro(300);
-  applied2.monthly_after = UsdToMicro(100);
+  applied2.monthly_before = testing::Usd(300);
+  applied2.monthly_after = testing::Usd(100);
   LedgerAction failed =
       Action("c-4", ActionKind::kAppliedChange, ActionStatus::kFailed, "db", "search", 60);
-  failed.monthly_before = UsdToMicro(999);
+  failed.monthly_before = testing::Usd(999);
   for (const auto& a : {applied, rollback, applied2, failed}) rows.push_back(a);
   ASSERT_TRUE(ledger_->Append(rows).ok());
 
@@ -163,13 +165,13 @@ TEST_F(LedgerTest, ShowbackTotalsAllocationIdleTaxAndSavingsPerCostCenter) {
   const ShowbackRow& research = s->groups[0];
   const ShowbackRow& search = s->groups[1];
   EXPECT_EQ(research.group, "research");
-  EXPECT_EQ(research.allocated, UsdToMicro(150));
-  EXPECT_EQ(research.idle_tax_vram, UsdToMicro(70)) << "unmeasured rows add no idle tax";
-  EXPECT_EQ(research.idle_tax_sm, UsdToMicro(90));
-  EXPECT_EQ(search.savings_proposed_monthly, UsdToMicro(600));
-  EXPECT_EQ(search.savings_realised_monthly, UsdToMicro(200));
+  EXPECT_EQ(research.allocated, testing::Usd(150));
+  EXPECT_EQ(research.idle_tax_vram, testing::Usd(70)) << "unmeasured rows add no idle tax";
+  EXPECT_EQ(research.idle_tax_sm, testing::Usd(90));
+  EXPECT_EQ(search.savings_proposed_monthly, testing::Usd(600));
+  EXPECT_EQ(search.savings_realised_monthly, testing::Usd(200));
   EXPECT_EQ(s->total.allocated, research.allocated + search.allocated);
-  EXPECT_EQ(s->total.savings_proposed_monthly, UsdToMicro(600));
+  EXPECT_EQ(s->total.savings_proposed_monthly, testing::Usd(600));
 
   // A time window keeps only the rows inside it.
   ShowbackQuery window;
@@ -178,7 +180,7 @@ TEST_F(LedgerTest, ShowbackTotalsAllocationIdleTaxAndSavingsPerCostCenter) {
   Result<Showback> w = ledger_->QueryShowback(window);
   ASSERT_TRUE(w.ok());
   ASSERT_EQ(w->groups.size(), 1u);
-  EXPECT_EQ(w->groups[0].savings_proposed_monthly, UsdToMicro(600));
+  EXPECT_EQ(w->groups[0].savings_proposed_monthly, testing::Usd(600));
   EXPECT_EQ(w->groups[0].savings_realised_monthly, 0)
       << "change and rollback both inside the window";
 }
@@ -186,8 +188,8 @@ TEST_F(LedgerTest, ShowbackTotalsAllocationIdleTaxAndSavingsPerCostCenter) {
 TEST_F(LedgerTest, ShowbackFormatsAsCsvJsonAndMarkdown) {
   LedgerAction usage =
       Action("u-1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "train", "research");
-  usage.allocated_gpu_time = GpuHoursToMilliGpuSeconds(10);
-  usage.allocated = UsdToMicro(12.5);
+  usage.allocated_gpu_time = testing::GpuHours(10);
+  usage.allocated = testing::Usd(12.5);
   ASSERT_TRUE(ledger_->Append(usage).ok());
   const Showback s = *ledger_->QueryShowback({});
   const std::string csv = FormatShowback(s, ShowbackGroup::kCostCenter, ReportFormat::kCsv);

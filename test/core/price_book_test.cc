@@ -1,12 +1,14 @@
 // Price book: defaults, derived prices, the worked metering example, bad input.
-#include "core/price_book.h"
+#include "core/cost/price_book.h"
 
 #include <gtest/gtest.h>
 
+#include "test/support/money_util.h"
+
 #include <cmath>
 
-#include "core/config.h"
-#include "core/money.h"
+#include "core/cost/config.h"
+#include "core/cost/money.h"
 
 namespace gpuvpa {
 namespace {
@@ -14,18 +16,18 @@ namespace {
 TEST(MoneyTest, WorkedExampleMeteredVersusReserved) {
   // Busy 2 h a day for a 30-day month: 60 GPU-hours metered against a 730-hour reservation.
   const double price = 2.64;
-  const MilliGpuSeconds metered = GpuHoursToMilliGpuSeconds(2 * 30);
-  const MilliGpuSeconds reserved = GpuHoursToMilliGpuSeconds(kHoursPerMonth);
-  EXPECT_EQ(PriceGpuTime(metered, price), UsdToMicro(158.40));
-  EXPECT_EQ(PriceGpuTime(reserved, price), UsdToMicro(1927.20));
-  EXPECT_EQ(FormatUsd(PriceGpuTime(metered, price)), "$158.40");
-  EXPECT_EQ(FormatUsd(PriceGpuTime(reserved, price)), "$1,927.20");
+  const MilliGpuSeconds metered = testing::GpuHours(2 * 30);
+  const MilliGpuSeconds reserved = testing::GpuHours(kHoursPerMonth);
+  EXPECT_EQ(testing::Cost(metered, price), testing::Usd(158.40));
+  EXPECT_EQ(testing::Cost(reserved, price), testing::Usd(1927.20));
+  EXPECT_EQ(FormatUsd(testing::Cost(metered, price)), "$158.40");
+  EXPECT_EQ(FormatUsd(testing::Cost(reserved, price)), "$1,927.20");
 }
 
 TEST(MoneyTest, FormatsCentsThousandsAndSigns) {
   EXPECT_EQ(FormatUsd(0), "$0.00");
-  EXPECT_EQ(FormatUsd(UsdToMicro(1234567.891)), "$1,234,567.89");
-  EXPECT_EQ(FormatUsd(UsdToMicro(-0.05)), "-$0.05");
+  EXPECT_EQ(FormatUsd(testing::Usd(1234567.891)), "$1,234,567.89");
+  EXPECT_EQ(FormatUsd(testing::Usd(-0.05)), "-$0.05");
 }
 
 class PriceBookTest : public ::testing::Test {

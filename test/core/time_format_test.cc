@@ -1,5 +1,5 @@
 // Timestamp parsing and formatting.
-#include "core/time_format.h"
+#include "core/base/time_format.h"
 
 #include <gtest/gtest.h>
 

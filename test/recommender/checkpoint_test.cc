@@ -6,8 +6,8 @@
 
 #include <fstream>
 
-#include "core/atomic_file.h"
-#include "core/gpu_catalog.h"
+#include "core/base/atomic_file.h"
+#include "core/gpu/gpu_catalog.h"
 #include "recommender/input/demo_fleet.h"
 #include "recommender/input/trace_csv.h"
 #include "test/recommender/test_util.h"

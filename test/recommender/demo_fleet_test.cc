@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "core/gpu_catalog.h"
+#include "core/gpu/gpu_catalog.h"
 #include "recommender/input/trace_csv.h"
 
 namespace gpuvpa::recommender {

@@ -77,6 +77,10 @@ TEST(FleetStoreTest, ForgetsWorkloadsSilentForLongerThanTheHistory) {
   store.AddSample(fresh, {kStart + 7 * kDay, 3 * kGiB, 0.7, false});
   const std::vector<double> fresh_vram(store.vram_weights(fresh).begin(),
                                        store.vram_weights(fresh).end());
+  EXPECT_EQ(store.ForgetStale(kStart + 7 * kDay + 1), 0u)
+      << "usage not yet charged keeps its workload";
+  store.MarkCharged(stale);
+  store.MarkCharged(fresh);
   EXPECT_EQ(store.ForgetStale(kStart + 7 * kDay), 0u) << "exactly at the history edge is kept";
   EXPECT_EQ(store.ForgetStale(kStart + 7 * kDay + 1), 1u);
   ASSERT_EQ(store.size(), 1u);

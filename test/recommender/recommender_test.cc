@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "core/gpu_catalog.h"
+#include "core/gpu/gpu_catalog.h"
 #include "recommender/input/demo_fleet.h"
 #include "recommender/input/trace_csv.h"
 #include "test/recommender/test_util.h"

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/gpu_allocation.h"
-#include "core/gpu_catalog.h"
+#include "core/gpu/gpu_allocation.h"
+#include "core/gpu/gpu_catalog.h"
 #include "recommender/logic/recommender.h"
 
 namespace gpuvpa::recommender::testing {

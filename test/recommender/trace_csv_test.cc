@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/gpu_catalog.h"
+#include "core/gpu/gpu_catalog.h"
 #include "test/recommender/test_util.h"
 
 namespace gpuvpa::recommender {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test/support/money_util.h"
+
 #include "recommender/checkpoint/checkpoint.h"
 #include "recommender/logic/recommender.h"
 #include "test/recommender/test_util.h"
@@ -31,7 +33,7 @@ class UsageChargesTest : public ::testing::Test {
       store_.AddSample(row_, {kStart + m * 60, vram, 0.5, false});
   }
   UsageCharges Charge() {
-    return ChargeUsageSinceLastCharge(store_, Recommender().RecommendAll(store_), prices_, "");
+    return ChargePendingUsage(store_, Recommender().RecommendAll(store_), prices_, "").value();
   }
   ScopedTempDir tmp_;
   PriceBook prices_;
@@ -45,10 +47,10 @@ TEST_F(UsageChargesTest, ChargesAllocatedAndUsedGpuTimeAtTheModelPrice) {
   const UsageCharges c = Charge();
   ASSERT_EQ(c.actions.size(), 1u);
   const LedgerAction& a = c.actions[0];
-  EXPECT_EQ(a.allocated_gpu_time, GpuHoursToMilliGpuSeconds(1.0));
-  EXPECT_EQ(a.allocated, UsdToMicro(2.0));
-  EXPECT_EQ(a.used_vram, UsdToMicro(0.5));  // a quarter of the instance's memory
-  EXPECT_EQ(a.used_sm, UsdToMicro(1.0));    // SM 0.5
+  EXPECT_EQ(a.allocated_gpu_time, gpuvpa::testing::GpuHours(1.0));
+  EXPECT_EQ(a.allocated, gpuvpa::testing::Usd(2.0));
+  EXPECT_EQ(a.used_vram, gpuvpa::testing::Usd(0.5));  // a quarter of the instance's memory
+  EXPECT_EQ(a.used_sm, gpuvpa::testing::Usd(1.0));    // SM 0.5
   EXPECT_EQ(a.cost_center, "cc-a");
   EXPECT_EQ(a.period_end_s - a.period_start_s, 120 * 60);
   EXPECT_NE(a.evidence_json.find("\"sm_p90_ratio\""), std::string::npos);
@@ -63,11 +65,11 @@ TEST_F(UsageChargesTest, LaterChargesAreDeltasWithTheirOwnPeriod) {
   Feed(60, 30);
   UsageCharges second = Charge();
   ASSERT_EQ(second.actions.size(), 1u);
-  EXPECT_EQ(second.actions[0].allocated_gpu_time, GpuHoursToMilliGpuSeconds(0.25));
+  EXPECT_EQ(second.actions[0].allocated_gpu_time, gpuvpa::testing::GpuHours(0.25));
   EXPECT_EQ(second.actions[0].period_start_s, first.actions[0].period_end_s);
   ASSERT_EQ(*ledger_->Append(second.actions), 1u);
   Result<Showback> s = ledger_->QueryShowback({});
-  EXPECT_EQ(s->total.allocated_gpu_time, GpuHoursToMilliGpuSeconds(0.75));
+  EXPECT_EQ(s->total.allocated_gpu_time, gpuvpa::testing::GpuHours(0.75));
 }
 
 TEST_F(UsageChargesTest, ACrashBeforeTheCheckpointRechargesTheSameIdsWhichTheLedgerIgnores) {
@@ -80,7 +82,7 @@ TEST_F(UsageChargesTest, ACrashBeforeTheCheckpointRechargesTheSameIdsWhichTheLed
   FleetStore restarted;
   ASSERT_TRUE(LoadCheckpoint(ckpt, restarted).ok());
   const UsageCharges again =
-      ChargeUsageSinceLastCharge(restarted, Recommender().RecommendAll(restarted), prices_, "");
+      ChargePendingUsage(restarted, Recommender().RecommendAll(restarted), prices_, "").value();
   ASSERT_EQ(again.actions.size(), 1u);
   EXPECT_EQ(*ledger_->Append(again.actions), 0u);
   EXPECT_EQ(*ledger_->CountRows(), 1);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test/support/money_util.h"
+
 #include <sstream>
 
 #include "test/support/temp_dir.h"
@@ -47,8 +49,8 @@ TEST_F(ActivityMeterTest, MetersHeldReplicaEstimatesAndWritesAPricedRowOnScaleTo
   ASSERT_EQ(s->groups.size(), 1u);
   EXPECT_EQ(s->groups[0].group, "ai-agents");
   EXPECT_EQ(s->groups[0].metered_gpu_time, 540'000);
-  EXPECT_EQ(s->groups[0].metered, PriceGpuTime(540'000, 2.64));
-  EXPECT_EQ(s->groups[0].reserved, PriceGpuTime(100 * 3 * 2 * 1000, 2.64))
+  EXPECT_EQ(s->groups[0].metered, gpuvpa::testing::Cost(540'000, 2.64));
+  EXPECT_EQ(s->groups[0].reserved, gpuvpa::testing::Cost(100 * 3 * 2 * 1000, 2.64))
       << "peak 3 replicas for 100 s";
 }
 

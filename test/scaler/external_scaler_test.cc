@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/price_book.h"
+#include "core/cost/price_book.h"
 #include "proto/externalscaler.grpc.pb.h"
 #include "proto/gpuvpa.grpc.pb.h"
 #include "scaler/service/activity_hub.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/http_client.h"
+#include "core/net/http_client.h"
 #include "test/support/process.h"
 #include "test/support/redis_server.h"
 

@@ -1,0 +1,85 @@
+// POSIX implementation of atomic file replacement.
+#include "core/base/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+namespace gpuvpa {
+namespace {
+
+Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("write " + path, errno);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return OkStatus();
+}
+
+Status FsyncDirectoryOf(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open directory " + dir, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  return rc == 0 ? OkStatus() : ErrnoError("fsync directory " + dir, err);
+}
+
+}  // namespace
+
+Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  if (fd < 0) return ErrnoError("create " + tmp, errno);
+  Status st = WriteAll(fd, contents, tmp);
+  if (st.ok() && ::fsync(fd) != 0) st = ErrnoError("fsync " + tmp, errno);
+  if (::close(fd) != 0 && st.ok()) st = ErrnoError("close " + tmp, errno);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    st = ErrnoError("rename to " + path, errno);
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  return FsyncDirectoryOf(path);
+}
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFoundError("no such file: " + path);
+    return ErrnoError("open " + path, errno);
+  }
+  std::string out;
+  struct stat sb {};
+  if (::fstat(fd, &sb) == 0 && sb.st_size > 0) out.reserve(static_cast<size_t>(sb.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return ErrnoError("read " + path, err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+bool FileExists(const std::string& path) {
+  struct stat sb {};
+  return ::stat(path.c_str(), &sb) == 0;
+}
+
+}  // namespace gpuvpa

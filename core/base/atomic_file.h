@@ -1,0 +1,20 @@
+// Crash-safe file replacement: a reader sees either the old contents or the new, never a mix.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/base/status.h"
+
+namespace gpuvpa {
+
+// Writes `contents` to a temporary file beside `path`, fsyncs it, renames it over `path` and
+// fsyncs the directory, so the replacement survives a crash or power loss at any point.
+Status WriteFileAtomically(const std::string& path, std::string_view contents);
+
+// Reads a whole file. NOT_FOUND when it does not exist.
+Result<std::string> ReadWholeFile(const std::string& path);
+
+bool FileExists(const std::string& path);
+
+}  // namespace gpuvpa

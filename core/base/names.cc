@@ -1,0 +1,172 @@
+// Name validation and unambiguous ids.
+#include "core/base/names.h"
+
+#include <cstdint>
+
+namespace gpuvpa {
+namespace {
+
+constexpr size_t kMaxLabel = 63;
+constexpr size_t kMaxSubdomain = 253;
+
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+std::string Quoted(std::string_view value) {
+  // Shown in errors: cut very long values and make control bytes visible.
+  std::string out = "\"";
+  for (size_t i = 0; i < value.size() && i < 80; ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c == 0x7f || c >= 0x80) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (value.size() > 80) out += "...(" + std::to_string(value.size()) + " bytes)";
+  return out + "\"";
+}
+
+Status Invalid(std::string_view field, std::string_view value, std::string_view rule) {
+  return InvalidArgumentError(std::string(field) + " " + Quoted(value) + " is not " +
+                              std::string(rule));
+}
+
+}  // namespace
+
+bool IsDns1123Label(std::string_view s) {
+  if (s.empty() || s.size() > kMaxLabel) return false;
+  if (!IsLowerAlnum(s.front()) || !IsLowerAlnum(s.back())) return false;
+  for (char c : s)
+    if (!IsLowerAlnum(c) && c != '-') return false;
+  return true;
+}
+
+bool IsDns1123Subdomain(std::string_view s) {
+  if (s.empty() || s.size() > kMaxSubdomain) return false;
+  size_t start = 0;
+  for (;;) {
+    const size_t dot = s.find('.', start);
+    const std::string_view label =
+        s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
+    // Subdomain labels follow the label rule but not its length limit.
+    if (label.empty() || !IsLowerAlnum(label.front()) || !IsLowerAlnum(label.back())) return false;
+    for (char c : label)
+      if (!IsLowerAlnum(c) && c != '-') return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
+bool IsKindName(std::string_view s) {
+  if (s.empty() || s.size() > kMaxLabel) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  if (!alpha(s.front())) return false;
+  for (char c : s)
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  return true;
+}
+
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n >= s.size()) return false;  // truncated sequence
+    for (size_t k = 1; k <= n; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+Status ValidateNamespaceName(std::string_view field, std::string_view value) {
+  if (IsDns1123Label(value)) return OkStatus();
+  return Invalid(field, value,
+                 "a Kubernetes namespace name (at most 63 of a-z, 0-9, '-', alphanumeric at both "
+                 "ends)");
+}
+
+Status ValidateObjectName(std::string_view field, std::string_view value) {
+  if (IsDns1123Subdomain(value)) return OkStatus();
+  return Invalid(field, value,
+                 "a Kubernetes object name (at most 253 of a-z, 0-9, '-', '.', alphanumeric at "
+                 "both ends of each '.'-part)");
+}
+
+Status ValidateContainerName(std::string_view field, std::string_view value) {
+  if (IsDns1123Label(value)) return OkStatus();
+  return Invalid(field, value,
+                 "a Kubernetes container name (at most 63 of a-z, 0-9, '-', alphanumeric at "
+                 "both ends)");
+}
+
+Status ValidateKind(std::string_view field, std::string_view value) {
+  if (IsKindName(value)) return OkStatus();
+  return Invalid(field, value, "a Kubernetes kind (a letter, then letters or digits; at most 63)");
+}
+
+Status ValidateLabelText(std::string_view field, std::string_view value) {
+  if (value.empty() || value.size() > kMaxSubdomain)
+    return Invalid(field, value, "1 to 253 bytes long");
+  if (!IsValidUtf8(value)) return Invalid(field, value, "valid UTF-8");
+  for (char c : value)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return Invalid(field, value, "free of control characters");
+  return OkStatus();
+}
+
+std::string EscapeIdPart(std::string_view part) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(part.size());
+  for (char ch : part) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '%' || c == '/' || c == ':' || c <= 0x20 || c >= 0x7f) {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string EncodeIdParts(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  bool first = true;
+  for (std::string_view p : parts) {
+    if (!first) out += '/';
+    first = false;
+    out += EscapeIdPart(p);
+  }
+  return out;
+}
+
+}  // namespace gpuvpa

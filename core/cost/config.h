@@ -1,0 +1,41 @@
+// gpuvpa's configuration file (YAML): prices, cost-center rules, the ledger. One loader for
+// every binary. Unknown keys are errors naming the key, so a typo never silently falls back to
+// a default.
+//
+//   region: us-east-1                 # optional: prices for this region win
+//   prices:                           # added to / replacing the built-in defaults
+//     - gpu_model: H100-80GB
+//       usd_per_gpu_hour: 3.10
+//       region: eu-west-1             # optional
+//       source: "2026 contract"       # optional
+//   cost_centers:
+//     namespace_label_key: cost-center
+//     workload_annotation_key: gpuvpa.io/cost-center
+//     namespaces: {ml-team: research}
+//   ledger:
+//     path: gpuvpa-ledger.db
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/base/status.h"
+#include "core/cost/cost_center.h"
+#include "core/cost/price_book.h"
+
+namespace gpuvpa {
+
+inline constexpr std::string_view kDefaultLedgerPath = "gpuvpa-ledger.db";
+
+struct GpuvpaConfig {
+  std::string region;
+  PriceBook prices = PriceBook::BuiltInDefaults();
+  CostCenterRules cost_centers;
+  std::string ledger_path = std::string(kDefaultLedgerPath);
+};
+
+Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text);
+// An empty path gives the defaults.
+Result<GpuvpaConfig> LoadConfigFile(const std::string& path);
+
+}  // namespace gpuvpa

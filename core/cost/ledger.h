@@ -1,0 +1,150 @@
+// The chargeback ledger: an append-only, durable record of every priced action, in SQLite (WAL
+// mode, synchronous=FULL: a row is on disk when Append returns). One row per action; the action
+// id is unique, so appending the same action twice records it once. Rows are never updated or
+// deleted (triggers refuse it); a status change is a new action.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/cost/money.h"
+
+struct sqlite3;
+
+namespace gpuvpa {
+
+enum class ActionKind {
+  kRecommendation,  // a proposed change (showback: savings proposed)
+  kAppliedChange,   // a change made (savings realised)
+  kRollback,        // a change undone (before/after reversed)
+  kActivation,      // scale 0 -> N
+  kDeactivation,    // scale N -> 0
+  kMeteredPeriod,   // active replica time of a scaler-driven workload (chargeback)
+  kAllocatedUsage,  // allocated and used GPU time over a period (showback)
+};
+enum class ActionStatus { kProposed, kApplied, kRolledBack, kFailed };
+
+std::string_view ActionKindName(ActionKind kind);
+std::string_view ActionStatusName(ActionStatus status);
+Result<ActionKind> ParseActionKind(std::string_view text);
+
+struct LedgerAction {
+  std::string action_id;
+  int64_t time_s = 0;
+  ActionKind kind = ActionKind::kRecommendation;
+  ActionStatus status = ActionStatus::kProposed;
+  std::string namespace_name;
+  std::string workload;
+  std::string cost_center;
+  std::string gpu_model;
+  std::string before;  // e.g. "nvidia.com/gpu=1"
+  std::string after;   // e.g. "nvidia.com/mig-3g.40gb=1"
+  MicroUsd monthly_before = 0;
+  MicroUsd monthly_after = 0;
+  int64_t period_start_s = 0;
+  int64_t period_end_s = 0;
+  MilliGpuSeconds allocated_gpu_time = 0;
+  MicroUsd allocated = 0;
+  // False when the source knows the allocation but not the usage (e.g. an allocation-only
+  // trace): such rows add to allocated cost but not to used cost or idle tax.
+  bool usage_measured = true;
+  MicroUsd used_vram = 0;  // billable basis
+  MicroUsd used_sm = 0;    // advisory
+  MilliGpuSeconds metered_gpu_time = 0;
+  MicroUsd metered = 0;
+  MicroUsd reserved = 0;  // what the reservation metering replaces would have cost
+  std::string evidence_json = "{}";
+};
+
+// How far a metered series has been charged: a source that charges by sample series (the
+// recommender's usage charges) writes one mark per series with its actions, in the same
+// transaction, so that any later run, with or without its own state, knows what is charged.
+struct ChargeMark {
+  std::string series;            // an unambiguous series name (core/base/names.h)
+  double charged_through_s = 0;  // samples at or before this time are charged
+};
+
+enum class ShowbackGroup { kCostCenter, kGpuModel };
+
+// A window keeps the part of each row's period inside it: GPU time and money are prorated by
+// the seconds of [period_start_s, period_end_s) that fall in [from_s, to_s) (a row with an
+// empty period counts whole when its time_s is inside). Monthly savings are not prorated: the
+// latest recommendation in the window counts.
+struct ShowbackQuery {
+  std::optional<int64_t> from_s;  // inclusive
+  std::optional<int64_t> to_s;    // exclusive
+  ShowbackGroup group_by = ShowbackGroup::kCostCenter;
+};
+
+struct ShowbackRow {
+  std::string group;
+  MilliGpuSeconds allocated_gpu_time = 0;
+  MicroUsd allocated = 0;
+  MicroUsd used_vram = 0;
+  MicroUsd used_sm = 0;
+  MicroUsd idle_tax_vram = 0;  // allocated - used, over rows whose usage was measured
+  MicroUsd idle_tax_sm = 0;
+  MicroUsd savings_realised_monthly = 0;  // applied changes net of rollbacks
+  MicroUsd savings_proposed_monthly = 0;  // latest open recommendation per workload
+  MilliGpuSeconds metered_gpu_time = 0;
+  MicroUsd metered = 0;
+  MicroUsd reserved = 0;
+  // Whether the group holds rows with measured usage and rows without (allocation-only
+  // imports): idle tax of a group with no measured row is unknown, not $0.
+  bool usage_measured = false;
+  bool usage_unmeasured = false;
+};
+
+struct Showback {
+  std::optional<int64_t> from_s;  // the window asked for
+  std::optional<int64_t> to_s;
+  std::vector<ShowbackRow> groups;
+  ShowbackRow total;  // the sum of the groups (integer sums: exact)
+};
+
+class Ledger {
+ public:
+  // Current schema version; opening a newer ledger is refused, an older one is migrated.
+  static constexpr int kSchemaVersion = 2;  // 2: charge marks
+
+  static Result<std::unique_ptr<Ledger>> Open(const std::string& path);
+  ~Ledger();
+  Ledger(const Ledger&) = delete;
+  Ledger& operator=(const Ledger&) = delete;
+
+  // Appends in one transaction: all rows or none. Returns how many were new (ids already in the
+  // ledger are skipped). Invalid rows (empty id or names) are refused naming the field.
+  // Marks are written in the same transaction (a mark never moves back: the latest per series
+  // is the largest).
+  Result<size_t> Append(std::span<const LedgerAction> actions,
+                        std::span<const ChargeMark> marks = {});
+  Result<size_t> Append(const LedgerAction& action) { return Append(std::span(&action, 1)); }
+  // The charge mark of every series that has one.
+  Result<std::unordered_map<std::string, double>> ChargeMarks() const;
+
+  Result<Showback> QueryShowback(const ShowbackQuery& query) const;
+  Result<int64_t> CountRows() const;
+  Result<bool> Contains(std::string_view action_id) const;
+  // PRAGMA integrity_check: "ok" or what is broken.
+  Result<std::string> IntegrityCheck() const;
+  int schema_version() const { return schema_version_; }
+
+ private:
+  Ledger(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Status Exec(const char* sql) const;
+  Status Migrate();
+  Status Error(const std::string& what) const;
+
+  sqlite3* db_;
+  std::string path_;
+  int schema_version_ = 0;
+};
+
+}  // namespace gpuvpa

@@ -1,0 +1,260 @@
+// Showback formatting and command.
+#include "core/cost/showback.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/base/atomic_file.h"
+#include "core/base/time_format.h"
+#include "core/cli/cli.h"
+
+namespace gpuvpa {
+namespace {
+
+struct Column {
+  const char* title;
+  const char* key;  // CSV / JSON field
+  bool money;
+  int64_t (*get)(const ShowbackRow&);
+  bool needs_measured_usage = false;  // unknown (not $0) for a group with no measured usage
+};
+
+constexpr int kJsonSchemaVersion = 2;  // 2: period, currency, null idle tax when unmeasured
+
+// Showback columns first, chargeback last, as the labels say.
+const std::vector<Column>& Columns() {
+  static const std::vector<Column> columns = {
+      {"ALLOCATED GPU-h", "allocated_gpu_hours", false,
+       [](const ShowbackRow& r) { return r.allocated_gpu_time; }},
+      {"ALLOCATED (showback)", "allocated_usd", true,
+       [](const ShowbackRow& r) { return r.allocated; }},
+      {"USED VRAM (billable)", "used_vram_usd", true,
+       [](const ShowbackRow& r) { return r.used_vram; }},
+      {"USED SM (advisory)", "used_sm_usd", true, [](const ShowbackRow& r) { return r.used_sm; }},
+      {"IDLE TAX VRAM", "idle_tax_vram_usd", true,
+       [](const ShowbackRow& r) { return r.idle_tax_vram; }, true},
+      {"IDLE TAX SM", "idle_tax_sm_usd", true, [](const ShowbackRow& r) { return r.idle_tax_sm; },
+       true},
+      {"SAVINGS REALISED /mo", "savings_realised_monthly_usd", true,
+       [](const ShowbackRow& r) { return r.savings_realised_monthly; }},
+      {"SAVINGS PROPOSED /mo", "savings_proposed_monthly_usd", true,
+       [](const ShowbackRow& r) { return r.savings_proposed_monthly; }},
+      {"METERED GPU-h", "metered_gpu_hours", false,
+       [](const ShowbackRow& r) { return r.metered_gpu_time; }},
+      {"METERED (chargeback)", "metered_usd", true, [](const ShowbackRow& r) { return r.metered; }},
+      {"RESERVED EQUIVALENT", "reserved_usd", true,
+       [](const ShowbackRow& r) { return r.reserved; }},
+  };
+  return columns;
+}
+
+bool Unknown(const Column& c, const ShowbackRow& r) {
+  return c.needs_measured_usage && !r.usage_measured;
+}
+
+std::string Cell(const Column& c, const ShowbackRow& r, bool plain) {
+  if (Unknown(c, r)) return plain ? "" : "unknown";
+  const int64_t v = c.get(r);
+  char buf[64];
+  if (!c.money) {
+    std::snprintf(buf, sizeof buf, "%.3f", MilliGpuSecondsToGpuHours(v));
+    return buf;
+  }
+  if (!plain) return FormatUsd(v);
+  std::snprintf(buf, sizeof buf, "%.6f", MicroToUsd(v));
+  return buf;
+}
+
+std::vector<const ShowbackRow*> AllRows(const Showback& s) {
+  std::vector<const ShowbackRow*> rows;
+  for (const ShowbackRow& r : s.groups) rows.push_back(&r);
+  rows.push_back(&s.total);
+  return rows;
+}
+
+std::string Window(const Showback& s) {
+  if (!s.from_s && !s.to_s) return "all time";
+  return "[" + (s.from_s ? FormatTimestamp(static_cast<double>(*s.from_s)) : "start") + ", " +
+         (s.to_s ? FormatTimestamp(static_cast<double>(*s.to_s)) : "end") + ")";
+}
+
+std::string Table(const Showback& s, const char* group_title, bool markdown) {
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::string> header = {group_title};
+  for (const Column& c : Columns()) header.push_back(c.title);
+  cells.push_back(header);
+  for (const ShowbackRow* r : AllRows(s)) {
+    std::vector<std::string> line = {r->group};
+    for (const Column& c : Columns()) line.push_back(Cell(c, *r, false));
+    cells.push_back(line);
+  }
+  std::vector<size_t> width(header.size(), 0);
+  for (const auto& line : cells)
+    for (size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
+  std::string out;
+  for (size_t row = 0; row < cells.size(); ++row) {
+    std::string line = markdown ? "|" : "";
+    for (size_t i = 0; i < cells[row].size(); ++i) {
+      const std::string& v = cells[row][i];
+      const std::string pad(width[i] - v.size(), ' ');
+      line += markdown ? " " + v + pad + " |"
+                       : (i == 0 ? v + pad : pad + v) + (i + 1 < cells[row].size() ? "  " : "");
+    }
+    out += line + "\n";
+    if (markdown && row == 0) {
+      std::string rule = "|";
+      for (size_t i = 0; i < width.size(); ++i)
+        rule += (i == 0 ? " :" : " ") + std::string(width[i] - 1, '-') + (i == 0 ? " |" : ": |");
+      out += rule + "\n";
+    }
+  }
+  out += markdown ? "\n" : "";
+  out += "Window " + Window(s) +
+         ", prorated by seconds. Allocated, used and idle tax are showback estimates; metered "
+         "figures are chargeback.";
+  if (s.total.usage_unmeasured)
+    out += " Idle tax counts only rows with measured usage (\"unknown\": none measured).";
+  out += "\n";
+  return out;
+}
+
+// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled.
+std::string CsvField(std::string_view v) {
+  if (v.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(v);
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// One row per group, no total: a pivot table sums the groups itself.
+std::string Csv(const Showback& s, const char* group_key) {
+  std::string out = group_key;
+  for (const Column& c : Columns()) out += std::string(",") + c.key;
+  out += "\r\n";
+  for (const ShowbackRow& r : s.groups) {
+    out += CsvField(r.group);
+    for (const Column& c : Columns()) out += "," + Cell(c, r, true);
+    out += "\r\n";
+  }
+  return out;
+}
+
+std::string Json(const Showback& s, const char* group_key) {
+  nlohmann::json doc;
+  doc["basis"] = {
+      {"showback", "allocated, used and idle tax: estimates from allocation and sampled usage"},
+      {"chargeback", "metered: per-second metering of active replicas"}};
+  doc["schema_version"] = kJsonSchemaVersion;
+  doc["currency"] = "USD";
+  doc["period"] = {
+      {"from",
+       s.from_s ? nlohmann::json(FormatTimestamp(static_cast<double>(*s.from_s))) : nullptr},
+      {"to", s.to_s ? nlohmann::json(FormatTimestamp(static_cast<double>(*s.to_s))) : nullptr},
+      {"proration", "by seconds of each row's period inside the window"}};
+  auto row_json = [&](const ShowbackRow& r) {
+    nlohmann::json j;
+    j[group_key] = r.group;
+    for (const Column& c : Columns()) {
+      if (Unknown(c, r)) {
+        j[c.key] = nullptr;
+        continue;
+      }
+      j[c.key] = c.money ? MicroToUsd(c.get(r)) : MilliGpuSecondsToGpuHours(c.get(r));
+    }
+    return j;
+  };
+  doc["groups"] = nlohmann::json::array();
+  for (const ShowbackRow& r : s.groups) doc["groups"].push_back(row_json(r));
+  doc["total"] = row_json(s.total);
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace
+
+Result<ReportFormat> ParseReportFormat(std::string_view text) {
+  if (text == "table") return ReportFormat::kTable;
+  if (text == "csv") return ReportFormat::kCsv;
+  if (text == "json") return ReportFormat::kJson;
+  if (text == "md" || text == "markdown") return ReportFormat::kMarkdown;
+  return InvalidArgumentError("--format \"" + std::string(text) +
+                              "\" is not one of table, csv, json, md");
+}
+
+std::string FormatShowback(const Showback& showback, ShowbackGroup group_by, ReportFormat format) {
+  const bool by_model = group_by == ShowbackGroup::kGpuModel;
+  switch (format) {
+    case ReportFormat::kCsv:
+      return Csv(showback, by_model ? "gpu_model" : "cost_center");
+    case ReportFormat::kJson:
+      return Json(showback, by_model ? "gpu_model" : "cost_center");
+    case ReportFormat::kMarkdown:
+      return Table(showback, by_model ? "GPU model" : "Cost center", true);
+    case ReportFormat::kTable:
+      break;
+  }
+  return Table(showback, by_model ? "GPU MODEL" : "COST CENTER", false);
+}
+
+int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string ledger_path;
+  std::string from_text;
+  std::string to_text;
+  std::string group_text = "cost-center";
+  std::string format_text = "table";
+  auto app = NewCommandApp("gpuvpa", "showback",
+                           "Per cost center (or GPU model): allocated, used, idle tax, savings and "
+                           "metered cost from the ledger.");
+  app->add_option("--ledger", ledger_path, "ledger database")->required();
+  app->add_option("--from", from_text,
+                  "window start, inclusive: Unix seconds, RFC 3339 or a date (2026-11-01)");
+  app->add_option("--to", to_text, "window end, exclusive: Unix seconds, RFC 3339 or a date");
+  app->add_option("--group-by", group_text, "cost-center or gpu-model")
+      ->check(CLI::IsMember({"cost-center", "gpu-model"}));
+  app->add_option("--format", format_text, "table, csv, json or md")
+      ->check(CLI::IsMember({"table", "csv", "json", "md", "markdown"}));
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  ShowbackQuery query;
+  for (auto [text, target, name] :
+       {std::tuple{&from_text, &query.from_s, "--from"}, {&to_text, &query.to_s, "--to"}}) {
+    if (text->empty()) continue;
+    Result<double> t = ParseTimestamp(*text);
+    if (!t.ok() || !(std::abs(*t) < 1e15)) {
+      err << "gpuvpa showback: " << name << ": "
+          << (t.ok() ? "\"" + *text + "\" is out of range" : t.status().message()) << "\n";
+      return kExitUsage;
+    }
+    *target = static_cast<int64_t>(std::floor(*t));
+  }
+  if (query.from_s && query.to_s && *query.from_s >= *query.to_s) {
+    err << "gpuvpa showback: --from " << from_text << " is not before --to " << to_text << "\n";
+    return kExitUsage;
+  }
+  if (group_text == "gpu-model") query.group_by = ShowbackGroup::kGpuModel;
+  Result<ReportFormat> format = ParseReportFormat(format_text);
+  if (!format.ok()) {
+    err << "gpuvpa showback: " << format.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (!FileExists(ledger_path)) {  // showback reads; it must not create an empty ledger
+    err << "gpuvpa showback: no ledger at " << ledger_path << "\n";
+    return kExitFailure;
+  }
+  Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);
+  if (!ledger.ok()) {
+    err << "gpuvpa showback: " << ledger.status().message() << "\n";
+    return kExitFailure;
+  }
+  Result<Showback> showback = (*ledger)->QueryShowback(query);
+  if (!showback.ok()) {
+    err << "gpuvpa showback: " << showback.status().message() << "\n";
+    return kExitFailure;
+  }
+  out << FormatShowback(*showback, query.group_by, *format);
+  return kExitOk;
+}
+
+}  // namespace gpuvpa

@@ -1,0 +1,26 @@
+// Showback / chargeback reports from the ledger, and the `gpuvpa showback` command.
+//
+// Labels: allocated, used and idle-tax figures are estimates from allocation and sampled usage
+// (SHOWBACK); metered figures come from per-second metering of active replicas (CHARGEBACK).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/cost/ledger.h"
+
+namespace gpuvpa {
+
+enum class ReportFormat { kTable, kCsv, kJson, kMarkdown };
+Result<ReportFormat> ParseReportFormat(std::string_view text);
+
+std::string FormatShowback(const Showback& showback, ShowbackGroup group_by, ReportFormat format);
+
+// gpuvpa showback --ledger FILE [--from T --to T] [--group-by cost-center|gpu-model]
+//                 [--format table|csv|json|md]
+int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace gpuvpa
