@@ -1,0 +1,202 @@
+// Regression tests for the money, showback and CLI findings of issue 7 (findings 4, 8, 9, 10):
+// each failed on the code before the fix.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/cli/cli.h"
+#include "core/cost/config.h"
+#include "core/cost/ledger.h"
+#include "core/cost/money.h"
+#include "core/cost/openb_import.h"
+#include "core/cost/showback.h"
+#include "core/gpu/gpu_catalog.h"
+#include "recommender/cmd/commands.h"
+#include "test/support/temp_dir.h"
+
+namespace gpuvpa {
+namespace {
+
+TEST(MoneyTrustTest, Finding4AHugePriceIsRefusedNamingTheValue) {
+  Result<GpuvpaConfig> c = ParseConfig("prices:\n  - {gpu_model: H100-80GB, usd_per_gpu_hour: 1e300}\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("1e+300"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("max_usd_per_gpu_hour"), std::string::npos);
+  EXPECT_FALSE(ParseConfig("prices:\n  - {gpu_model: T4, usd_per_gpu_hour: 0}\n").ok());
+  // The bound is configurable.
+  EXPECT_TRUE(ParseConfig("max_usd_per_gpu_hour: 5000\nprices:\n  - {gpu_model: H100-80GB, "
+                          "usd_per_gpu_hour: 2500}\n")
+                  .ok());
+}
+
+TEST(MoneyTrustTest, Finding4ConversionsAndSumsAreChecked) {
+  EXPECT_FALSE(PriceGpuTime(INT64_MAX / 2, 999).ok());
+  EXPECT_FALSE(GpuSecondsToMilli(1e300).ok());
+  EXPECT_FALSE(GpuSecondsToMilli(std::numeric_limits<double>::quiet_NaN()).ok());
+  int64_t sum = INT64_MAX - 1;
+  EXPECT_FALSE(CheckedAdd(sum, 2, "test").ok());
+  EXPECT_EQ(sum, INT64_MAX - 1) << "unchanged on overflow";
+  EXPECT_EQ(FormatUsd(INT64_MIN), "-$9,223,372,036,854.78");  // no UB on the magnitude
+  // A long digit run in a model name is not a memory size (and no signed overflow under UBSan).
+  EXPECT_FALSE(GpuCatalog::BuiltIn().FindModel("A100 99999999999999999999999GB").ok());
+}
+
+LedgerAction Usage(const std::string& id, const std::string& cost_center, int64_t start,
+                   int64_t end, MicroUsd allocated) {
+  LedgerAction a;
+  a.action_id = id;
+  a.time_s = end;
+  a.kind = ActionKind::kAllocatedUsage;
+  a.status = ActionStatus::kApplied;
+  a.namespace_name = "ns";
+  a.workload = "Deployment/w/main";
+  a.cost_center = cost_center;
+  a.gpu_model = "H100-80GB";
+  a.period_start_s = start;
+  a.period_end_s = end;
+  a.allocated_gpu_time = (end - start) * 1000;
+  a.allocated = allocated;
+  return a;
+}
+
+class ShowbackTrustTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ledger_ = std::move(Ledger::Open(path_)).value(); }
+  int Showback(const std::vector<std::string>& args) {
+    out_.str("");
+    err_.str("");
+    std::vector<std::string> all = {"--ledger", path_};
+    all.insert(all.end(), args.begin(), args.end());
+    return RunShowbackCommand(all, out_, err_);
+  }
+  testing::ScopedTempDir tmp_;
+  std::string path_ = tmp_.Path("ledger.db");
+  std::unique_ptr<Ledger> ledger_;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(ShowbackTrustTest, Finding4TheLedgerRefusesNegativeMoneyAndOverflowingSums) {
+  LedgerAction negative = Usage("neg", "a", 0, 10, -1);
+  Result<size_t> r = ledger_->Append(negative);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("allocated -1 is negative"), std::string::npos);
+  ASSERT_TRUE(ledger_->Append(Usage("big-1", "a", 0, 10, INT64_MAX - 10)).ok());
+  ASSERT_TRUE(ledger_->Append(Usage("big-2", "a", 0, 10, 100)).ok());
+  Result<gpuvpa::Showback> s = ledger_->QueryShowback({});
+  ASSERT_FALSE(s.ok()) << "a wrapped sum must be an error, never a negative total";
+  EXPECT_NE(s.status().message().find("overflows"), std::string::npos);
+}
+
+TEST_F(ShowbackTrustTest, Finding8WindowsProrateBySecondsAndAcceptDates) {
+  const int64_t day = 86400, start = 1793577600;  // 2026-11-02
+  // One row for a whole week, $7.00: a window of one day holds $1.00 of it.
+  ASSERT_TRUE(ledger_->Append(Usage("week", "a", start, start + 7 * day, 7'000'000)).ok());
+  ASSERT_EQ(Showback({"--from", "2026-11-02", "--to", "2026-11-09", "--format", "json"}), 0)
+      << err_.str();
+  nlohmann::json doc = nlohmann::json::parse(out_.str());
+  EXPECT_DOUBLE_EQ(doc["total"]["allocated_usd"].get<double>(), 7.0) << "the whole week";
+  EXPECT_EQ(doc["period"]["from"], "2026-11-02T00:00:00Z");
+  ASSERT_EQ(Showback({"--from", "2026-11-03", "--to", "2026-11-04", "--format", "json"}), 0);
+  doc = nlohmann::json::parse(out_.str());
+  EXPECT_DOUBLE_EQ(doc["total"]["allocated_usd"].get<double>(), 1.0) << "one day of seven";
+  EXPECT_DOUBLE_EQ(doc["total"]["allocated_gpu_hours"].get<double>(), 24.0);
+  ASSERT_EQ(Showback({"--from", "2026-11-08T12:00:00Z", "--format", "json"}), 0);
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(out_.str())["total"]["allocated_usd"].get<double>(),
+                   0.5);
+  EXPECT_EQ(Showback({"--to", "2026-02-31"}), 2);
+  EXPECT_NE(err_.str().find("2026-02-31"), std::string::npos) << err_.str();
+  EXPECT_EQ(Showback({"--from", "2026-11-09", "--to", "2026-11-02"}), 2);
+  EXPECT_NE(err_.str().find("is not before"), std::string::npos) << err_.str();
+}
+
+TEST_F(ShowbackTrustTest, Finding9CsvIsRfc4180WithoutATotalRow) {
+  ASSERT_TRUE(ledger_->Append(Usage("x", "research, EU \"west\"", 0, 3600, 1'000'000)).ok());
+  ASSERT_TRUE(ledger_->Append(Usage("y", "plain", 0, 3600, 2'000'000)).ok());
+  ASSERT_EQ(Showback({"--format", "csv"}), 0) << err_.str();
+  const std::string csv = out_.str();
+  EXPECT_EQ(csv.find("TOTAL"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\r\n\"research, EU \"\"west\"\"\",1.000,1.000000"), std::string::npos)
+      << csv;
+  // Every record has the header's field count when read by RFC 4180 rules.
+  std::istringstream in(csv);
+  std::vector<size_t> fields;
+  for (std::string line; std::getline(in, line);) {
+    size_t n = 1;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      if (c == ',' && !quoted) ++n;
+    }
+    fields.push_back(n);
+  }
+  ASSERT_EQ(fields.size(), 3u);
+  EXPECT_EQ(fields[1], fields[0]);
+  EXPECT_EQ(fields[2], fields[0]);
+}
+
+class CliTrustTest : public ::testing::Test {
+ protected:
+  testing::ScopedTempDir tmp_;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(CliTrustTest, Finding10HelpVersionAndUnknownCommands) {
+  using Run = int (*)(const std::vector<std::string>&, std::ostream&, std::ostream&);
+  for (Run run : {Run{recommender::RunRecommendCommand}, Run{recommender::RunDemoTraceCommand},
+                  Run{RunShowbackCommand}, Run{RunImportOpenbCommand}}) {
+    out_.str("");
+    EXPECT_EQ(run({"--help"}, out_, err_), 0);
+    EXPECT_NE(out_.str().find("Usage: gpuvpa "), std::string::npos) << out_.str();
+    out_.str("");
+    EXPECT_EQ(run({"--version"}, out_, err_), 0);
+    EXPECT_NE(out_.str().find(std::string(GpuvpaVersion())), std::string::npos);
+  }
+  const std::vector<Subcommand> commands = {
+      {"recommend", "r", [](auto&, auto&, auto&) { return 0; }},
+      {"showback", "s", [](auto&, auto&, auto&) { return 0; }}};
+  err_.str("");
+  EXPECT_EQ(RunDispatcher("gpuvpa", "d", commands, {"recomend"}, out_, err_), 2);
+  EXPECT_NE(err_.str().find("unknown command \"recomend\"; did you mean \"recommend\"?"),
+            std::string::npos)
+      << err_.str();
+  EXPECT_EQ(RunDispatcher("gpuvpa", "d", commands, {"--help"}, out_, err_), 0);
+  EXPECT_EQ(RunDispatcher("gpuvpa", "d", commands, {}, out_, err_), 2);
+}
+
+TEST_F(CliTrustTest, Finding10RangesPathsHeadersBomAndRowErrors) {
+  using recommender::RunRecommendCommand;
+  EXPECT_EQ(RunRecommendCommand({"--trace", "x", "--min-history-hours", "-1"}, out_, err_), 2);
+  EXPECT_NE(err_.str().find("--min-history-hours"), std::string::npos) << err_.str();
+  // A wrong file lists the expected columns and points an openb file to import-openb.
+  err_.str("");
+  EXPECT_EQ(RunRecommendCommand({"--trace", GPUVPA_SHARED_DATA_DIR "/openb_pod_list_default.csv"},
+                                out_, err_),
+            1);
+  EXPECT_NE(err_.str().find("required: timestamp, namespace"), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("gpuvpa import-openb"), std::string::npos) << err_.str();
+  // An output path in a missing directory fails before any work.
+  const std::string trace = tmp_.Path("t.csv");
+  std::string csv =
+      "\xEF\xBB\xBFtimestamp,namespace,workload_kind,workload_name,container,pod,gpu_model,"
+      "allocation,vram_bytes,sm_active\n";
+  for (int i = 0; i < 25; ++i) csv += "2026-11-02T00:00:00Z,ns,Deployment,w,c,p,H100-80GB,bad,1,0\n";
+  csv += "2026-11-02T00:00:00Z,ns,Deployment,w,c,p,H100-80GB,nvidia.com/gpu=1,1e9,0.5\n";
+  std::ofstream(trace) << csv;
+  err_.str("");
+  EXPECT_EQ(RunRecommendCommand({"--trace", trace, "--checkpoint", tmp_.Path("no/such/ckpt")},
+                                out_, err_),
+            1);
+  EXPECT_NE(err_.str().find("does not exist"), std::string::npos) << err_.str();
+  EXPECT_EQ(err_.str().find("trace:"), std::string::npos) << "failed before the replay";
+  // The BOM is accepted; 25 bad rows print 20 and "and 5 more".
+  err_.str("");
+  EXPECT_EQ(RunRecommendCommand({"--trace", trace, "--now", "2026-11-03"}, out_, err_), 0)
+      << err_.str();
+  EXPECT_NE(err_.str().find("... and 5 more malformed rows"), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("1 accepted"), std::string::npos) << err_.str();
+}
+
+}  // namespace
+}  // namespace gpuvpa
