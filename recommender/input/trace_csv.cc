@@ -10,9 +10,9 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <optional>

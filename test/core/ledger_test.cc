@@ -2,11 +2,10 @@
 #include "core/cost/ledger.h"
 
 #include <gtest/gtest.h>
-
-#include "test/support/money_util.h"
 #include <sqlite3.h>
 
 #include "core/cost/showback.h"
+#include "test/support/money_util.h"
 #include "test/support/temp_dir.h"
 
 namespace gpuvpa {

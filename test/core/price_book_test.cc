@@ -3,12 +3,11 @@
 
 #include <gtest/gtest.h>
 
-#include "test/support/money_util.h"
-
 #include <cmath>
 
 #include "core/cost/config.h"
 #include "core/cost/money.h"
+#include "test/support/money_util.h"
 
 namespace gpuvpa {
 namespace {

@@ -20,7 +20,8 @@ namespace gpuvpa {
 namespace {
 
 TEST(MoneyTrustTest, Finding4AHugePriceIsRefusedNamingTheValue) {
-  Result<GpuvpaConfig> c = ParseConfig("prices:\n  - {gpu_model: H100-80GB, usd_per_gpu_hour: 1e300}\n");
+  Result<GpuvpaConfig> c =
+      ParseConfig("prices:\n  - {gpu_model: H100-80GB, usd_per_gpu_hour: 1e300}\n");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("1e+300"), std::string::npos) << c.status().message();
   EXPECT_NE(c.status().message().find("max_usd_per_gpu_hour"), std::string::npos);
@@ -103,8 +104,7 @@ TEST_F(ShowbackTrustTest, Finding8WindowsProrateBySecondsAndAcceptDates) {
   EXPECT_DOUBLE_EQ(doc["total"]["allocated_usd"].get<double>(), 1.0) << "one day of seven";
   EXPECT_DOUBLE_EQ(doc["total"]["allocated_gpu_hours"].get<double>(), 24.0);
   ASSERT_EQ(Showback({"--from", "2026-11-08T12:00:00Z", "--format", "json"}), 0);
-  EXPECT_DOUBLE_EQ(nlohmann::json::parse(out_.str())["total"]["allocated_usd"].get<double>(),
-                   0.5);
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(out_.str())["total"]["allocated_usd"].get<double>(), 0.5);
   EXPECT_EQ(Showback({"--to", "2026-02-31"}), 2);
   EXPECT_NE(err_.str().find("2026-02-31"), std::string::npos) << err_.str();
   EXPECT_EQ(Showback({"--from", "2026-11-09", "--to", "2026-11-02"}), 2);
@@ -117,8 +117,7 @@ TEST_F(ShowbackTrustTest, Finding9CsvIsRfc4180WithoutATotalRow) {
   ASSERT_EQ(Showback({"--format", "csv"}), 0) << err_.str();
   const std::string csv = out_.str();
   EXPECT_EQ(csv.find("TOTAL"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\r\n\"research, EU \"\"west\"\"\",1.000,1.000000"), std::string::npos)
-      << csv;
+  EXPECT_NE(csv.find("\r\n\"research, EU \"\"west\"\"\",1.000,1.000000"), std::string::npos) << csv;
   // Every record has the header's field count when read by RFC 4180 rules.
   std::istringstream in(csv);
   std::vector<size_t> fields;
@@ -181,12 +180,13 @@ TEST_F(CliTrustTest, Finding10RangesPathsHeadersBomAndRowErrors) {
   std::string csv =
       "\xEF\xBB\xBFtimestamp,namespace,workload_kind,workload_name,container,pod,gpu_model,"
       "allocation,vram_bytes,sm_active\n";
-  for (int i = 0; i < 25; ++i) csv += "2026-11-02T00:00:00Z,ns,Deployment,w,c,p,H100-80GB,bad,1,0\n";
+  for (int i = 0; i < 25; ++i)
+    csv += "2026-11-02T00:00:00Z,ns,Deployment,w,c,p,H100-80GB,bad,1,0\n";
   csv += "2026-11-02T00:00:00Z,ns,Deployment,w,c,p,H100-80GB,nvidia.com/gpu=1,1e9,0.5\n";
   std::ofstream(trace) << csv;
   err_.str("");
-  EXPECT_EQ(RunRecommendCommand({"--trace", trace, "--checkpoint", tmp_.Path("no/such/ckpt")},
-                                out_, err_),
+  EXPECT_EQ(RunRecommendCommand({"--trace", trace, "--checkpoint", tmp_.Path("no/such/ckpt")}, out_,
+                                err_),
             1);
   EXPECT_NE(err_.str().find("does not exist"), std::string::npos) << err_.str();
   EXPECT_EQ(err_.str().find("trace:"), std::string::npos) << "failed before the replay";

@@ -10,8 +10,8 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/crc32c.h"
-#include "core/base/time_format.h"
 #include "core/base/names.h"
+#include "core/base/time_format.h"
 #include "core/cost/ledger.h"
 #include "core/gpu/gpu_allocation.h"
 #include "core/gpu/gpu_catalog.h"
@@ -82,8 +82,8 @@ class ExactlyOnceTest : public ::testing::Test {
         for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
         // Demo columns: timestamp, namespace, kind, name, container, pod, device, gpu_model,
         // allocation, ...: the identity of a sample is everything before gpu_model.
-        const std::string key = f[0] + "|" + f[1] + "|" + f[2] + "|" + f[3] + "|" + f[4] + "|" +
-                                f[5] + "|" + f[6];
+        const std::string key =
+            f[0] + "|" + f[1] + "|" + f[2] + "|" + f[3] + "|" + f[4] + "|" + f[5] + "|" + f[6];
         if (!seen.insert(key).second) continue;
         const GpuModel* model = *GpuCatalog::BuiltIn().FindModel(f[7]);
         const double fraction = *DeviceFraction(*ParseGpuAllocation(f[8]), model);
@@ -107,8 +107,7 @@ TEST_F(ExactlyOnceTest, Finding1SameTraceTwiceAddsNothing) {
   EXPECT_EQ(first.allocated_gpu_time, DistinctMilliGpuSeconds({Demo(2)}));
   ASSERT_EQ(Recommend({"--trace", trace, "--checkpoint", ckpt_, "--ledger", ledger_}), 0)
       << err_.str();
-  EXPECT_NE(err_.str().find("0 accepted, 31680 already ingested"), std::string::npos)
-      << err_.str();
+  EXPECT_NE(err_.str().find("0 accepted, 31680 already ingested"), std::string::npos) << err_.str();
   const ShowbackRow second = Total();
   EXPECT_EQ(second.allocated_gpu_time, first.allocated_gpu_time);
   EXPECT_EQ(second.allocated, first.allocated);
@@ -129,9 +128,8 @@ TEST_F(ExactlyOnceTest, Finding1DuplicateRowsCountOnce) {
   const std::string row =
       "2026-11-02T00:00:00Z,team-a,Deployment,web,main,web-0,H100-80GB,nvidia.com/gpu=1,"
       "2000000000,0.5,0\n";
-  ASSERT_EQ(Recommend({"--trace", Write("dup.csv", kHeader + row + row + row), "--ledger",
-                       ledger_}),
-            0)
+  ASSERT_EQ(
+      Recommend({"--trace", Write("dup.csv", kHeader + row + row + row), "--ledger", ledger_}), 0)
       << err_.str();
   EXPECT_EQ(Total().allocated_gpu_time, 60 * 1000);
   EXPECT_NE(err_.str().find("1 accepted, 2 already ingested"), std::string::npos) << err_.str();
@@ -144,10 +142,12 @@ TEST_F(ExactlyOnceTest, Finding2AFutureRowIsMalformedAndForgetsNobody) {
     csv += t + ",team-a,Deployment,web,main,web-0,H100-80GB,nvidia.com/gpu=1,2e9,0.5,0\n";
     csv += t + ",team-b,Deployment,api,main,api-0,H100-80GB,nvidia.com/gpu=1,2e9,0.5,0\n";
   }
-  csv += "2027-06-01T00:00:00Z,team-b,Deployment,api,main,api-0,H100-80GB,nvidia.com/gpu=1,2e9,"
-         "0.5,0\n";
-  csv += "1.7976931348623157e308,team-b,Deployment,api,main,api-0,H100-80GB,nvidia.com/gpu=1,"
-         "2e9,0.5,0\n";
+  csv +=
+      "2027-06-01T00:00:00Z,team-b,Deployment,api,main,api-0,H100-80GB,nvidia.com/gpu=1,2e9,"
+      "0.5,0\n";
+  csv +=
+      "1.7976931348623157e308,team-b,Deployment,api,main,api-0,H100-80GB,nvidia.com/gpu=1,"
+      "2e9,0.5,0\n";
   csv += "1e300,team-b,Deployment,api,main,api-0,H100-80GB,nvidia.com/gpu=1,2e9,0.5,0\n";
   csv += "12,team-b,Deployment,api,main,api-0,H100-80GB,nvidia.com/gpu=1,2e9,0.5,0\n";
   const std::string trace = Write("future.csv", csv);
@@ -201,12 +201,15 @@ v1::FleetCheckpoint ParsePayload(const std::string& framed) {
 
 TEST_F(ExactlyOnceTest, Finding3NonUtf8NamesAreRefusedAtInputAndTheCheckpointStaysLoadable) {
   std::string csv = kHeader;
-  csv += "2026-11-02T00:00:00Z,team-a,Deployment,web,main,web-0,H100-80GB,nvidia.com/gpu=1,2e9,"
-         "0.5,0\n";
-  csv += "2026-11-02T00:00:00Z,team-\xff,Deployment,web,main,web-0,H100-80GB,nvidia.com/gpu=1,"
-         "2e9,0.5,0\n";
-  csv += "2026-11-02T00:00:00Z,team-a,Deployment,Web_Server,main,web-0,H100-80GB,"
-         "nvidia.com/gpu=1,2e9,0.5,0\n";
+  csv +=
+      "2026-11-02T00:00:00Z,team-a,Deployment,web,main,web-0,H100-80GB,nvidia.com/gpu=1,2e9,"
+      "0.5,0\n";
+  csv +=
+      "2026-11-02T00:00:00Z,team-\xff,Deployment,web,main,web-0,H100-80GB,nvidia.com/gpu=1,"
+      "2e9,0.5,0\n";
+  csv +=
+      "2026-11-02T00:00:00Z,team-a,Deployment,Web_Server,main,web-0,H100-80GB,"
+      "nvidia.com/gpu=1,2e9,0.5,0\n";
   const std::string trace = Write("names.csv", csv);
   ASSERT_EQ(Recommend({"--trace", trace, "--checkpoint", ckpt_}), 0) << err_.str();
   EXPECT_NE(err_.str().find("1 accepted, 0 already ingested (skipped), 2 malformed"),
@@ -366,8 +369,9 @@ TEST_F(ExactlyOnceTest, Finding7NoBoundAboveWhatTheAllocationHolds) {
   EXPECT_LE(small.vram_target_bytes, usable);
   // A sample above the device's memory is a malformed row, not usage.
   std::string csv = kHeader;
-  csv += "2026-11-02T00:00:00Z,team-a,Deployment,web,main,web-0,H100-80GB,nvidia.com/gpu=1,"
-         "9e10,0.5,0\n";
+  csv +=
+      "2026-11-02T00:00:00Z,team-a,Deployment,web,main,web-0,H100-80GB,nvidia.com/gpu=1,"
+      "9e10,0.5,0\n";
   EXPECT_EQ(Recommend({"--trace", Write("over.csv", csv)}), 0);
   EXPECT_NE(err_.str().find("is more than the H100-80GB's"), std::string::npos) << err_.str();
 }

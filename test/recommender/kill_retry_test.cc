@@ -53,8 +53,8 @@ class KillRetryTest : public ::testing::Test {
     std::string day1, day2, checkpoint, ledger;
   };
   Paths Setup(const std::string& name) {
-    Paths p{dir_.Path(name + "-day1.csv"), dir_.Path(name + "-day2.csv"),
-            dir_.Path(name + ".ckpt"), dir_.Path(name + ".db")};
+    Paths p{dir_.Path(name + "-day1.csv"), dir_.Path(name + "-day2.csv"), dir_.Path(name + ".ckpt"),
+            dir_.Path(name + ".db")};
     std::ofstream(p.day1) << *day1_;
     std::ofstream(p.day2) << *day2_;
     return p;
@@ -139,8 +139,8 @@ TEST_F(KillRetryTest, ARetryAfterSigkillAtAnyMomentChargesExactlyWhatAnUninterru
   }
   EXPECT_GT(killed, kRuns / 3) << "children must die mid-run, or the test proves little";
   std::cout << "[          ] " << killed << " of " << kRuns << " runs killed before they finished ("
-            << killed_after_ledger_commit
-            << " after the ledger commit); uninterrupted run took " << run_us << " us\n";
+            << killed_after_ledger_commit << " after the ledger commit); uninterrupted run took "
+            << run_us << " us\n";
 }
 
 }  // namespace

@@ -3,11 +3,10 @@
 
 #include <gtest/gtest.h>
 
-#include "test/support/money_util.h"
-
 #include "recommender/checkpoint/checkpoint.h"
 #include "recommender/logic/recommender.h"
 #include "test/recommender/test_util.h"
+#include "test/support/money_util.h"
 
 namespace gpuvpa::recommender {
 namespace {

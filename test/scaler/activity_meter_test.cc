@@ -3,10 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "test/support/money_util.h"
-
 #include <sstream>
 
+#include "test/support/money_util.h"
 #include "test/support/temp_dir.h"
 
 namespace gpuvpa::scaler {
