@@ -284,6 +284,10 @@ std::string EncodeCheckpoint(const FleetStore& store, double saved_at_s) {
 
   std::string payload;
   cp.SerializeToString(&payload);
+  return FrameCheckpointPayload(payload);
+}
+
+std::string FrameCheckpointPayload(std::string_view payload) {
   std::string out(kMagic, sizeof kMagic);
   out.reserve(kHeaderSize + payload.size());
   PutLe<uint32_t>(out, kCheckpointFormatVersion);

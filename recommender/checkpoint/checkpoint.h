@@ -22,6 +22,8 @@ inline constexpr uint32_t kCheckpointFormatVersion = 2;  // 2: per-series high-w
 
 // Serialises the store into the framed format above.
 std::string EncodeCheckpoint(const FleetStore& store, double saved_at_s);
+// The frame around a serialised FleetCheckpoint (tests and fuzzers build payloads with it).
+std::string FrameCheckpointPayload(std::string_view payload);
 // Parses and validates a framed checkpoint into a new store built with `options`.
 Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOptions& options);
 

@@ -60,7 +60,9 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row,
   rec.sample_count = st.sample_count;
   rec.confidence = history.Confidence();
   rec.cuda_oom_count = st.cuda_oom_count;
-  rec.vram_observed_peak_bytes = std::min(observed_peak, st.unit.vram_limit_bytes);
+  rec.vram_observed_peak_bytes = st.unit.vram_limit_bytes > 0
+                                     ? std::min(observed_peak, st.unit.vram_limit_bytes)
+                                     : observed_peak;
   rec.vram_history_peak_bytes = st.vram_history_peak_bytes;
   rec.vram_limit_bytes = st.unit.vram_limit_bytes;
   rec.sm_p90_ratio = sm_p90_->Estimate(sm);

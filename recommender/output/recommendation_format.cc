@@ -42,21 +42,25 @@ std::string CutMiddle(const std::string& s, size_t width) {
   return s.substr(0, head) + "~" + s.substr(s.size() - (width - 1 - head));
 }
 
-std::string Note(const v1::Recommendation& r) {
+// Narrow notes fit the 120-column table; the VRAM column already names an allocator pool.
+std::string Note(const v1::Recommendation& r, bool narrow) {
   std::string note;
   auto add = [&](const std::string& s) { note += (note.empty() ? "" : "; ") + s; };
-  if (!r.has_target()) add("no recommendation: " + r.withheld_reason());
+  if (!r.has_target())
+    add(narrow ? "history " + Duration(r.history_s()) + " < minimum"
+               : "no recommendation: " + r.withheld_reason());
   if (r.needs_larger_gpu())
-    add("needs a larger GPU (p98 above " + Gib(r.vram_limit_bytes()) + " GiB)");
-  if (r.vram_set_by_allocator()) add("VRAM set by allocator config");
+    add(narrow ? "needs larger GPU"
+               : "needs a larger GPU (p98 above " + Gib(r.vram_limit_bytes()) + " GiB)");
+  if (r.vram_set_by_allocator() && !narrow) add("VRAM set by allocator config");
   if (r.cuda_oom_count() > 0) add(std::to_string(r.cuda_oom_count()) + " CUDA OOM");
   return note;
 }
 
 // A pool allocator's residency is its configuration, not its need: no number is shown for it.
-std::string VramColumn(const v1::Recommendation& r) {
+std::string VramColumn(const v1::Recommendation& r, bool narrow) {
   if (!r.has_target()) return "-";
-  if (r.vram_set_by_allocator()) return "n/a (allocator pool)";
+  if (r.vram_set_by_allocator()) return narrow ? "allocator pool" : "n/a (allocator pool)";
   return Gib(r.vram_target_bytes()) + " [" + Gib(r.vram_lower_bytes()) + "-" +
          Gib(r.vram_upper_bytes()) + "]";
 }
@@ -78,30 +82,31 @@ std::string Table(const std::vector<Row>& rows, bool wide) {
                      "SM p90/p99", "DUTY", "IDLE GAP", "GPU-h", "COST", "IDLE TAX GPU-h vram/sm",
                      "IDLE TAX", "CONF", "HISTORY", "NOTE"});
   } else {
-    cells.push_back({"WORKLOAD", "GPU", "VRAM GiB target [low-up]", "PEAK GiB hist/1h", "SM p90",
-                     "DUTY", "IDLE TAX", "NOTE"});
+    cells.push_back({"WORKLOAD", "GPU", "VRAM GiB [lo-up]", "PEAK hist/1h", "SM p90", "DUTY",
+                     "IDLE TAX", "NOTE"});
   }
   for (const Row& row : rows) {
     const v1::Recommendation& r = row.rec;
     const v1::WorkloadIdentity& id = r.identity();
     if (wide) {
       cells.push_back(
-          {DisplayName(id, true), id.gpu_model(), id.allocation(), id.cost_center(), VramColumn(r),
-           Gib(r.vram_history_peak_bytes()), Gib(r.vram_observed_peak_bytes()),
+          {DisplayName(id, true), id.gpu_model(), id.allocation(), id.cost_center(),
+           VramColumn(r, false), Gib(r.vram_history_peak_bytes()),
+           Gib(r.vram_observed_peak_bytes()),
            Fmt("%.2f", r.sm_p90_ratio()) + "/" + Fmt("%.2f", r.sm_p99_ratio()),
            Percent(r.active_duty_ratio()), Duration(r.longest_idle_gap_s()),
            Fmt("%.1f", r.allocated_gpu_hours()), Money(row, row.allocated),
            Fmt("%.1f", r.idle_tax_gpu_hours_vram()) + "/" + Fmt("%.1f", r.idle_tax_gpu_hours_sm()),
            Money(row, row.idle_tax_vram), Fmt("%.2f", r.confidence()), Duration(r.history_s()),
-           Note(r)});
+           Note(r, false)});
     } else {
       cells.push_back({CutMiddle(DisplayName(id, false), kNarrowNameWidth), id.gpu_model(),
-                       VramColumn(r),
+                       VramColumn(r, true),
                        Gib(r.vram_history_peak_bytes()) + "/" + Gib(r.vram_observed_peak_bytes()),
                        Fmt("%.2f", r.sm_p90_ratio()), Percent(r.active_duty_ratio()),
                        row.priced ? FormatUsd(row.idle_tax_vram)
                                   : Fmt("%.1f GPU-h", r.idle_tax_gpu_hours_vram()),
-                       Note(r)});
+                       Note(r, true)});
     }
   }
   std::vector<size_t> width(cells[0].size(), 0);
@@ -131,8 +136,8 @@ std::string Table(const std::vector<Row>& rows, bool wide) {
       "model has a price.\n";
   if (!wide)
     out +=
-        "PEAK: largest sample since tracking began / in the latest 1 h window. "
-        "--wide shows every column.\n";
+        "VRAM GiB: target [lower-upper]. PEAK GiB: largest sample since tracking began / in the\n"
+        "latest 1 h window. --wide shows every column.\n";
   return out;
 }
 

@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "core/base/atomic_file.h"
-#include "core/base/crc32c.h"
 #include "core/base/names.h"
 #include "core/base/time_format.h"
 #include "core/cost/ledger.h"
@@ -179,18 +178,10 @@ TEST_F(ExactlyOnceTest, Finding2TheStoreRefusesNonFiniteSamples) {
   EXPECT_TRUE(DecodeCheckpoint(EncodeCheckpoint(store, 0), store.options()).ok());
 }
 
-// Frames a FleetCheckpoint payload the way EncodeCheckpoint does.
 std::string Frame(const v1::FleetCheckpoint& cp) {
   std::string payload;
   cp.SerializeToString(&payload);
-  std::string out = "GPVACKPT";
-  auto put = [&](uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-  };
-  put(kCheckpointFormatVersion, 4);
-  put(payload.size(), 8);
-  put(Crc32c(payload), 4);
-  return out + payload;
+  return FrameCheckpointPayload(payload);
 }
 
 v1::FleetCheckpoint ParsePayload(const std::string& framed) {
@@ -384,7 +375,7 @@ TEST_F(ExactlyOnceTest, Finding12TheTableShowsTheHistoryPeakBesideTheLatestWindo
   ASSERT_NE(trainer, std::string::npos) << table;
   const std::string line = table.substr(trainer, table.find('\n', trainer) - trainer);
   EXPECT_NE(line.find("68.0/0.5"), std::string::npos) << "history peak / last window\n" << line;
-  EXPECT_NE(table.find("PEAK GiB hist/1h"), std::string::npos);
+  EXPECT_NE(table.find("PEAK hist/1h"), std::string::npos);
   std::istringstream lines(table);
   for (std::string l; std::getline(lines, l);) EXPECT_LE(l.size(), 120u) << l;
   // Sorted by idle-tax cost: the first row is the largest.
