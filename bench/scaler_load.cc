@@ -36,11 +36,11 @@ int main(int argc, char** argv) {
   int threads = 8;
   std::string target;
   CLI::App app("Open-loop GetMetrics latency client over loopback.", "scaler_load");
-  app.add_option("--rate", rate, "requests per second")->check(CLI::PositiveNumber);
-  app.add_option("--seconds", seconds, "duration")->check(CLI::PositiveNumber);
+  app.add_option("--rate", rate, "requests per second")->check(gpuvpa::PositiveNumber());
+  app.add_option("--seconds", seconds, "duration")->check(gpuvpa::PositiveNumber());
   app.add_option("--scaled-objects", scaled_objects, "distinct ScaledObjects")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--threads", threads, "client threads")->check(CLI::PositiveNumber);
+      ->check(gpuvpa::PositiveNumber());
+  app.add_option("--threads", threads, "client threads")->check(gpuvpa::PositiveNumber());
   app.add_option("--target", target, "scaler address (default: in-process server)");
   if (std::optional<int> done = gpuvpa::ParseCommandLine(
           app, std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr))

@@ -2,7 +2,9 @@
 #include "core/cli/cli.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <sstream>
 
 namespace gpuvpa {
 
@@ -15,6 +17,44 @@ std::unique_ptr<CLI::App> NewCommandApp(std::string_view program, std::string_vi
   app->set_version_flag("--version", std::string(program) + " " + std::string(GpuvpaVersion()));
   app->option_defaults()->always_capture_default();
   return app;
+}
+
+namespace {
+
+CLI::Validator NumberCheck(std::string description, std::function<bool(double)> ok,
+                           std::string rule) {
+  return CLI::Validator(
+      [ok = std::move(ok), rule = std::move(rule)](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || !std::isfinite(v))
+          return "\"" + text + "\" is not a finite number";
+        return ok(v) ? std::string() : "\"" + text + "\" is not " + rule;
+      },
+      std::move(description));
+}
+
+std::string Plain(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+CLI::Validator PositiveNumber() {
+  return NumberCheck(
+      "POSITIVE", [](double v) { return v > 0; }, "positive");
+}
+
+CLI::Validator NonNegativeNumber() {
+  return NumberCheck(
+      "NON-NEGATIVE", [](double v) { return v >= 0; }, "zero or more");
+}
+
+CLI::Validator NumberInRange(double min, double max) {
+  return NumberCheck(
+      "[" + Plain(min) + " - " + Plain(max) + "]", [=](double v) { return v >= min && v <= max; },
+      "in " + Plain(min) + ".." + Plain(max));
 }
 
 std::optional<int> ParseCommandLine(CLI::App& app, const std::vector<std::string>& args,

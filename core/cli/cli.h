@@ -27,6 +27,12 @@ std::string_view GpuvpaVersion();
 std::unique_ptr<CLI::App> NewCommandApp(std::string_view program, std::string_view command,
                                         std::string_view description);
 
+// Number checks for flags that say the rule and the value (CLI11's own print the type's
+// limits) and refuse NaN and infinities.
+CLI::Validator PositiveNumber();
+CLI::Validator NonNegativeNumber();
+CLI::Validator NumberInRange(double min, double max);
+
 // Parses `args` (the words after the command name). Returns an exit code when the run ends
 // here (help or version printed to `out`: 0; a usage error printed to `err`: 2), nothing when
 // the command should go on.

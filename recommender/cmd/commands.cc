@@ -80,16 +80,16 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   app->add_option("--ledger", ledger_path, "charge usage not yet charged to this ledger");
   app->add_option("--config", config_path, "gpuvpa config (prices, cost centers)");
   app->add_option("--min-history-hours", min_history_hours, "history needed before recommending")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   app->add_option("--sample-period-seconds", store_options.sample_period_s,
                   "device time one trace row stands for")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveNumber());
   app->add_option("--now", now_text,
                   "the current time (Unix seconds or RFC 3339; default: the clock): rows later "
                   "than now + skew are refused");
   app->add_option("--max-future-skew-seconds", replay_options.max_future_skew_s,
                   "how far past now a timestamp may be")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   app->add_option("--sm-unit", sm_unit, "sm_active column unit: ratio (0..1) or percent (0..100)")
       ->check(CLI::IsMember({"ratio", "percent"}));
   app->add_option("--vram-unit", vram_unit, "vram_bytes column unit: bytes or mib")
@@ -209,7 +209,7 @@ int RunDemoTraceCommand(const std::vector<std::string>& args, std::ostream& out,
   auto app = NewCommandApp("gpuvpa", "demo-trace",
                            "Write the deterministic demo fleet trace (seven workloads).");
   app->add_option("--out", path, "where to write the trace CSV")->required();
-  app->add_option("--days", options.days, "days of history")->check(CLI::Range(1, 3650));
+  app->add_option("--days", options.days, "days of history")->check(NumberInRange(1, 3650));
   app->add_option("--seed", seed, "random seed");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   options.seed = seed;

@@ -22,25 +22,25 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
       ->required();
   app->add_option("--service-seconds", o.service_s, "service time per request")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveNumber());
   app->add_option("--target", o.target, "queue length per replica, KEDA listLength")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveNumber());
   app->add_option("--activation", o.activation_threshold, "active when depth > this")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   app->add_option("--max-replicas", o.max_replicas, "maxReplicaCount")
-      ->check(CLI::Range(1, 100000));
+      ->check(NumberInRange(1, 100000));
   app->add_option("--poll-seconds", o.poll_interval_s, "KEDA pollingInterval")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveNumber());
   app->add_option("--cooldown-seconds", o.cooldown_s, "KEDA cooldownPeriod before scaling to zero")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   app->add_option("--stabilization-seconds", o.stabilization_s, "HPA scale-down stabilization")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   app->add_option("--cold-start-seconds", o.cold_start_s, "time for a new replica to serve")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   app->add_option("--gpu-per-replica", o.gpu_per_replica, "GPUs per replica")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveNumber());
   app->add_option("--usd-per-gpu-hour", usd_per_gpu_hour, "price, to show the saving in dollars")
-      ->check(CLI::Range(0.0, kDefaultMaxUsdPerGpuHour));
+      ->check(NumberInRange(0.0, kDefaultMaxUsdPerGpuHour));
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   Result<std::string> csv = ReadWholeFile(arrivals_path);
   Result<std::vector<double>> arrivals =

@@ -42,12 +42,12 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   app->add_option("--config", config_path, "gpuvpa config (prices, region)");
   app->add_option("--redis-password-file", redis_password_file, "file holding the Redis password");
   app->add_option("--cache-ttl-ms", cache_ttl_ms, "one backend read per queue per this")
-      ->check(CLI::Range(1, 3600 * 1000));
+      ->check(NumberInRange(1, 3600 * 1000));
   app->add_option("--source-timeout-ms", source_timeout_ms, "queue read timeout")
-      ->check(CLI::Range(1, 60 * 1000));
+      ->check(NumberInRange(1, 60 * 1000));
   app->add_option("--push-staleness-seconds", push_staleness_s,
                   "push reports older than this are UNAVAILABLE")
-      ->check(CLI::Range(1, 86400));
+      ->check(NumberInRange(1, 86400));
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
 
   Result<GpuvpaConfig> config = LoadConfigFile(config_path);
