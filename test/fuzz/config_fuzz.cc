@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "core/cost/config.h"
+#include "core/cost/money.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gpuvpa::Result<gpuvpa::GpuvpaConfig> config =

@@ -16,7 +16,14 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$work"
   cp -n test/fuzz/corpus/"$h"/* "$work"/ 2>/dev/null || true
   echo "== fuzz $h for ${seconds}s"
+  log="build-fuzz/$h.log"
+  rc=0
   build-fuzz/bin/"${h}_fuzz" -max_total_time="$seconds" -print_final_stats=1 -max_len=65536 \
-    -artifact_prefix="build-fuzz/crashes/${h}-" "$work" 2>&1 | grep -E "^(stat::number_of_executed_units|stat::peak_rss|==|SUMMARY|INFO: Done)|ERROR|runtime error" || true
-  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "fuzz $h FAILED (reproducer in build-fuzz/crashes)"; exit 1; }
+    -artifact_prefix="build-fuzz/crashes/${h}-" "$work" >"$log" 2>&1 || rc=$?
+  grep -E "^stat::(number_of_executed_units|peak_rss_mb)" "$log" || true
+  if [ "$rc" -ne 0 ]; then
+    tail -n 60 "$log"
+    echo "fuzz $h FAILED (exit $rc; reproducer in build-fuzz/crashes)"
+    exit 1
+  fi
 done
