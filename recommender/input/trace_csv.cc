@@ -186,11 +186,17 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
       continue;
     }
 
-    Result<double> time = ParseTimestamp(field(kTimestamp));
-    if (!time.ok()) {
-      reject(kColumnNames[kTimestamp], time.status().message());
-      continue;
+    // Rows come in time order and many share a timestamp: parse each distinct text once.
+    if (field(kTimestamp).empty() || field(kTimestamp) != last_timestamp_text_) {
+      Result<double> parsed = ParseTimestamp(field(kTimestamp));
+      if (!parsed.ok()) {
+        reject(kColumnNames[kTimestamp], parsed.status().message());
+        continue;
+      }
+      last_timestamp_text_.assign(field(kTimestamp));
+      last_timestamp_s_ = *parsed;
     }
+    const double* time = &last_timestamp_s_;
     if (!(*time >= kMinSampleTimeS)) {
       reject_value(kTimestamp, "is before 2000-01-01");
       continue;

@@ -87,6 +87,8 @@ class TraceReplayer {
   TraceReplayOptions options_;
   std::vector<RowCache> row_cache_;  // by store row: the raw identity fields last resolved
   std::string key_buffer_;
+  std::string last_timestamp_text_;  // the last timestamp parsed, and its value
+  double last_timestamp_s_ = 0;
 };
 
 }  // namespace gpuvpa::recommender
