@@ -105,11 +105,20 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
-Status ValidateNamespaceName(std::string_view field, std::string_view value) {
+namespace {
+
+// Namespaces and containers share the DNS-1123 label rule; only the noun in the error differs.
+Status ValidateLabelName(std::string_view field, std::string_view value, std::string_view noun) {
   if (IsDns1123Label(value)) return OkStatus();
   return Invalid(field, value,
-                 "a Kubernetes namespace name (at most 63 of a-z, 0-9, '-', alphanumeric at both "
-                 "ends)");
+                 "a Kubernetes " + std::string(noun) +
+                     " name (at most 63 of a-z, 0-9, '-', alphanumeric at both ends)");
+}
+
+}  // namespace
+
+Status ValidateNamespaceName(std::string_view field, std::string_view value) {
+  return ValidateLabelName(field, value, "namespace");
 }
 
 Status ValidateObjectName(std::string_view field, std::string_view value) {
@@ -120,10 +129,7 @@ Status ValidateObjectName(std::string_view field, std::string_view value) {
 }
 
 Status ValidateContainerName(std::string_view field, std::string_view value) {
-  if (IsDns1123Label(value)) return OkStatus();
-  return Invalid(field, value,
-                 "a Kubernetes container name (at most 63 of a-z, 0-9, '-', alphanumeric at "
-                 "both ends)");
+  return ValidateLabelName(field, value, "container");
 }
 
 Status ValidateKind(std::string_view field, std::string_view value) {
