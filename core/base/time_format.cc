@@ -1,6 +1,7 @@
 // Timestamp parsing and formatting on absl's time library (civil-time rules, range checks).
 #include "core/base/time_format.h"
 
+#include <absl/time/clock.h>
 #include <absl/time/time.h>
 
 #include <charconv>
@@ -41,6 +42,8 @@ Result<double> ParseTimestamp(std::string_view s) {
   }
   return Bad(s, err);
 }
+
+double UnixNowSeconds() { return UnixSecondsOf(absl::Now()); }
 
 std::string FormatTimestamp(double unix_seconds) {
   if (!std::isfinite(unix_seconds)) return "(not a time)";

@@ -14,6 +14,9 @@ namespace gpuvpa {
 // ("2026-02-31") are refused.
 Result<double> ParseTimestamp(std::string_view text);
 
+// The wall clock as Unix seconds: the one place the project reads it.
+double UnixNowSeconds();
+
 // "2026-11-02T00:00:00Z" (whole seconds, UTC).
 std::string FormatTimestamp(double unix_seconds);
 

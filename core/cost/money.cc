@@ -31,6 +31,12 @@ Result<MicroUsd> PriceGpuTime(MilliGpuSeconds gpu_time, double usd_per_gpu_hour)
   return CheckedRound(static_cast<double>(gpu_time) * usd_per_gpu_hour / 3.6, "cost in micro-USD");
 }
 
+Result<MicroUsd> PriceGpuSeconds(double gpu_seconds, double usd_per_gpu_hour) {
+  Result<MilliGpuSeconds> time = GpuSecondsToMilli(gpu_seconds);
+  if (!time.ok()) return time.status();
+  return PriceGpuTime(*time, usd_per_gpu_hour);
+}
+
 Status CheckedAdd(int64_t& sum, int64_t add, std::string_view what) {
   int64_t out = 0;
   if (__builtin_add_overflow(sum, add, &out))

@@ -32,6 +32,8 @@ Result<MilliGpuSeconds> GpuSecondsToMilli(double gpu_seconds);
 
 // The cost of `gpu_time` at `usd_per_gpu_hour`, rounded to the nearest micro-dollar.
 Result<MicroUsd> PriceGpuTime(MilliGpuSeconds gpu_time, double usd_per_gpu_hour);
+// The same for GPU time in seconds: rounded to milli-GPU-seconds first, as a ledger row is.
+Result<MicroUsd> PriceGpuSeconds(double gpu_seconds, double usd_per_gpu_hour);
 
 // sum += add, or an error naming `what` when the sum would overflow (sum is then unchanged).
 Status CheckedAdd(int64_t& sum, int64_t add, std::string_view what);

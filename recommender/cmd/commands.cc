@@ -3,7 +3,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 
 #include "core/base/time_format.h"
@@ -96,8 +95,7 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
       ->check(CLI::IsMember({"bytes", "mib"}));
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
 
-  double now_s =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  double now_s = UnixNowSeconds();
   if (!now_text.empty()) {
     Result<double> now = ParseTimestamp(now_text);
     if (!now.ok() || !(*now >= kMinSampleTimeS && *now < kMaxSampleTimeS)) {

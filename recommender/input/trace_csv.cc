@@ -12,7 +12,6 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -120,9 +119,7 @@ std::string Number(double v) {
 TraceReplayer::TraceReplayer(FleetStore& store, const GpuCatalog& catalog,
                              CostCenterRules cost_centers, TraceReplayOptions options)
     : store_(store), catalog_(catalog), cost_centers_(std::move(cost_centers)), options_(options) {
-  if (!options_.now_s)
-    options_.now_s =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (!options_.now_s) options_.now_s = UnixNowSeconds();
 }
 
 Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {

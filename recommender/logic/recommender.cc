@@ -60,9 +60,10 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row,
   rec.sample_count = st.sample_count;
   rec.confidence = history.Confidence();
   rec.cuda_oom_count = st.cuda_oom_count;
-  rec.vram_observed_peak_bytes = st.unit.vram_limit_bytes > 0
-                                     ? std::min(observed_peak, st.unit.vram_limit_bytes)
-                                     : observed_peak;
+  // No number above what the allocation can physically hold: a workload that needs more is
+  // flagged (needs_larger_gpu) instead. A unit without a limit (0) bounds nothing.
+  const double limit = st.unit.vram_limit_bytes > 0 ? st.unit.vram_limit_bytes : HUGE_VAL;
+  rec.vram_observed_peak_bytes = std::min(observed_peak, limit);
   rec.vram_history_peak_bytes = st.vram_history_peak_bytes;
   rec.vram_limit_bytes = st.unit.vram_limit_bytes;
   rec.sm_p90_ratio = sm_p90_->Estimate(sm);
@@ -80,9 +81,7 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row,
   const double p98 = vram_p98_->Estimate(vram);
   // Percentiles return a bucket's end, which may pass the device's memory; only a p98 whose
   // bucket starts above it means the workload does not fit.
-  rec.needs_larger_gpu =
-      st.unit.vram_limit_bytes > 0 &&
-      std::min(p98 / store.options().vram_bucket_ratio, p98) > st.unit.vram_limit_bytes;
+  rec.needs_larger_gpu = std::min(p98 / store.options().vram_bucket_ratio, p98) > limit;
   const bool flat =
       p98 > 0 && (p98 - vram_p10_->Estimate(vram)) <= options_.pool_flat_spread_ratio * p98;
   const bool high =
@@ -92,9 +91,6 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row,
 
   if (history.history_s < options_.min_history_s) return rec;  // evidence only
   rec.has_target = true;
-  // No number above what the allocation can physically hold: a workload that needs more is
-  // flagged (needs_larger_gpu) instead.
-  const double limit = st.unit.vram_limit_bytes > 0 ? st.unit.vram_limit_bytes : HUGE_VAL;
   rec.vram_target_bytes = std::min(vram_target_->Estimate(vram), limit);
   rec.vram_lower_bytes = std::min(vram_lower_->Estimate(vram), rec.vram_target_bytes);
   rec.vram_upper_bytes =

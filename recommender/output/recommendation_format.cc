@@ -174,9 +174,7 @@ std::string FormatRecommendations(const std::vector<Recommendation>& recommendat
           options.prices->GpuHourPrice(row.rec.identity().gpu_model(), options.region);
       auto priced = [&](double gpu_hours) -> Result<MicroUsd> {
         if (!price.ok()) return price.status();
-        Result<MilliGpuSeconds> time = GpuSecondsToMilli(std::max(0.0, gpu_hours) * 3600);
-        if (!time.ok()) return time.status();
-        return PriceGpuTime(*time, *price);
+        return PriceGpuSeconds(std::max(0.0, gpu_hours) * 3600, *price);
       };
       Result<MicroUsd> idle = priced(r.idle_tax_gpu_hours_vram);
       Result<MicroUsd> allocated = priced(r.allocated_gpu_hours);

@@ -65,13 +65,8 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
                 r->wait_max_s);
   out << buf;
   if (usd_per_gpu_hour > 0) {
-    auto cost = [&](double gpu_seconds) -> Result<MicroUsd> {
-      Result<MilliGpuSeconds> time = GpuSecondsToMilli(gpu_seconds);
-      if (!time.ok()) return time.status();
-      return PriceGpuTime(*time, usd_per_gpu_hour);
-    };
-    Result<MicroUsd> metered = cost(r->metered_gpu_s);
-    Result<MicroUsd> reserved = cost(r->reserved_gpu_s);
+    Result<MicroUsd> metered = PriceGpuSeconds(r->metered_gpu_s, usd_per_gpu_hour);
+    Result<MicroUsd> reserved = PriceGpuSeconds(r->reserved_gpu_s, usd_per_gpu_hour);
     if (!metered.ok() || !reserved.ok()) {
       err << "gpuvpa-scaler replay: " << (metered.ok() ? reserved : metered).status().message()
           << "\n";

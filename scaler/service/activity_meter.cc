@@ -6,15 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/names.h"
+#include "core/base/time_format.h"
 #include "core/cost/money.h"
 
 namespace gpuvpa::scaler {
 
 ActivityMeter::Clock ActivityMeter::DefaultClock() {
-  return [] {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
+  return [] { return UnixNowSeconds(); };
 }
 
 ActivityMeter::ActivityMeter(ActivityMeterOptions options, Ledger* ledger, const PriceBook& prices,
@@ -73,13 +71,10 @@ void ActivityMeter::WriteRowLocked(Meter& m, double now) {
             : prices_.GpuHourPrice(m.config.gpu_model, options_.region);
     Result<MilliGpuSeconds> metered_time =
         price.ok() ? GpuSecondsToMilli(gpu_seconds) : Result<MilliGpuSeconds>(price.status());
-    Result<MilliGpuSeconds> reserved_time = metered_time.ok()
-                                                ? GpuSecondsToMilli(reserved_gpu_seconds)
-                                                : Result<MilliGpuSeconds>(metered_time.status());
-    Result<MicroUsd> metered = reserved_time.ok() ? PriceGpuTime(*metered_time, *price)
-                                                  : Result<MicroUsd>(reserved_time.status());
-    Result<MicroUsd> reserved =
-        metered.ok() ? PriceGpuTime(*reserved_time, *price) : Result<MicroUsd>(metered.status());
+    Result<MicroUsd> metered = metered_time.ok() ? PriceGpuTime(*metered_time, *price)
+                                                 : Result<MicroUsd>(metered_time.status());
+    Result<MicroUsd> reserved = metered.ok() ? PriceGpuSeconds(reserved_gpu_seconds, *price)
+                                             : Result<MicroUsd>(metered.status());
     if (!reserved.ok()) {
       log_ << "metering: " << m.config.namespace_name << "/" << m.config.name << ": " << gpu_seconds
            << " GPU-seconds not charged: " << reserved.status().message() << "\n";
