@@ -6,7 +6,14 @@
 //                         [--target HOST:PORT]   # default: an in-process server on 127.0.0.1
 // ScaledObjects use the push source (each its own queue, reported once up front), so the
 // figures are the scaler's own cost, not a queue backend's.
+//   --stalled-rate N   also send N req/s (from their own threads) for ScaledObjects on a Redis
+//                      server of the config that accepts connections and never answers: the
+//                      healthy requests' latency must not move (bulkheads).
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +31,7 @@
 #include "scaler/service/push_service.h"
 #include "scaler/service/scaler_core.h"
 #include "scaler/service/server.h"
+#include "scaler/sources/backends.h"
 
 using namespace gpuvpa;          // NOLINT: a benchmark's main
 using namespace gpuvpa::scaler;  // NOLINT
@@ -35,6 +43,7 @@ int main(int argc, char** argv) {
   int scaled_objects = 10000;
   int threads = 8;
   std::string target;
+  double stalled_rate = 0;
   CLI::App app("Open-loop GetMetrics latency client over loopback.", "scaler_load");
   app.add_option("--rate", rate, "requests per second")->check(gpuvpa::PositiveNumber());
   app.add_option("--seconds", seconds, "duration")->check(gpuvpa::PositiveNumber());
@@ -42,13 +51,37 @@ int main(int argc, char** argv) {
       ->check(gpuvpa::PositiveNumber());
   app.add_option("--threads", threads, "client threads")->check(gpuvpa::PositiveNumber());
   app.add_option("--target", target, "scaler address (default: in-process server)");
+  app.add_option("--stalled-rate", stalled_rate,
+                 "req/s for ScaledObjects on a stalled Redis backend (in-process server only)")
+      ->check(gpuvpa::NonNegativeNumber());
   if (std::optional<int> done = gpuvpa::ParseCommandLine(
           app, std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr))
     return *done;
 
+  // A "Redis" that accepts connections (the kernel's backlog) and never answers.
+  const int stalled_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(stalled_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::listen(stalled_fd, 1024);
+  ::getsockname(stalled_fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int stalled_port = ntohs(addr.sin_port);
+
   // In-process server unless a target is given.
-  PushDepthRegistry push{std::chrono::hours(1)};
-  ScalerCore core(ScalerCoreOptions{}, push);
+  ScalerConfig config;
+  config.redis.emplace_back();
+  config.redis.back().host = "127.0.0.1";
+  config.redis.back().port = stalled_port;
+  config.limits.max_scaled_objects = static_cast<size_t>(scaled_objects) + 1000;
+  config.limits.max_queues = config.limits.max_scaled_objects;
+  config.limits.max_push_queues = config.limits.max_scaled_objects;
+  std::unique_ptr<Backends> backends = std::move(Backends::Create(config)).value();
+  PushDepthRegistry push{std::chrono::hours(1), config.limits.max_push_queues};
+  ScalerCoreOptions core_options;
+  core_options.limits = config.limits;
+  ScalerCore core(core_options, *backends, push);
   ActivityHub hub(core, push, std::chrono::milliseconds(1000));
   ExternalScalerService service(core, hub);
   QueueDepthPushService push_service(push);
@@ -108,7 +141,33 @@ int main(int argc, char** argv) {
       }
     });
   }
+  // Requests for the stalled backend, each on its own short-lived thread (open loop).
+  std::atomic<int> stalled_sent{0}, stalled_errors{0};
+  std::thread stalled_driver([&] {
+    if (stalled_rate <= 0) return;
+    auto stub = externalscaler::ExternalScaler::NewStub(channel);
+    std::vector<std::thread> calls;
+    const auto gap = std::chrono::duration<double>(1 / stalled_rate);
+    for (int k = 0; Clock::now() < start + std::chrono::seconds(seconds); ++k) {
+      std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(gap * k));
+      calls.emplace_back([&, k] {
+        externalscaler::GetMetricsRequest r;
+        externalscaler::ScaledObjectRef* ref = r.mutable_scaledobjectref();
+        ref->set_name("stalled-" + std::to_string(k % 20));
+        ref->set_namespace_("load");
+        (*ref->mutable_scalermetadata())["listName"] = "stalled-" + std::to_string(k % 20);
+        (*ref->mutable_scalermetadata())["address"] = "127.0.0.1:" + std::to_string(stalled_port);
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+        externalscaler::GetMetricsResponse response;
+        ++stalled_sent;
+        if (!stub->GetMetrics(&ctx, r, &response).ok()) ++stalled_errors;
+      });
+    }
+    for (std::thread& c : calls) c.join();
+  });
   for (std::thread& w : workers) w.join();
+  stalled_driver.join();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::vector<double> all;
   for (const auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
@@ -122,6 +181,10 @@ int main(int argc, char** argv) {
       all.size(), scaled_objects, rate, static_cast<double>(all.size()) / elapsed, errors.load());
   std::printf("latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n", pct(0.50),
               pct(0.90), pct(0.99), pct(0.999), all.back());
+  if (stalled_rate > 0)
+    std::printf("stalled backend: %d requests, %d answered with an error (UNAVAILABLE expected)\n",
+                stalled_sent.load(), stalled_errors.load());
   if (server.server) server.server->Shutdown();
+  ::close(stalled_fd);
   return errors.load() == 0 ? 0 : kExitFailure;
 }

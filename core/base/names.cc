@@ -11,7 +11,14 @@ constexpr size_t kMaxSubdomain = 253;
 
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
-std::string Quoted(std::string_view value) {
+Status Invalid(std::string_view field, std::string_view value, std::string_view rule) {
+  return InvalidArgumentError(std::string(field) + " " + QuoteForError(value) + " is not " +
+                              std::string(rule));
+}
+
+}  // namespace
+
+std::string QuoteForError(std::string_view value) {
   // Shown in errors: cut very long values and make control bytes visible.
   std::string out = "\"";
   for (size_t i = 0; i < value.size() && i < 80; ++i) {
@@ -28,13 +35,6 @@ std::string Quoted(std::string_view value) {
   if (value.size() > 80) out += "...(" + std::to_string(value.size()) + " bytes)";
   return out + "\"";
 }
-
-Status Invalid(std::string_view field, std::string_view value, std::string_view rule) {
-  return InvalidArgumentError(std::string(field) + " " + Quoted(value) + " is not " +
-                              std::string(rule));
-}
-
-}  // namespace
 
 bool IsDns1123Label(std::string_view s) {
   if (s.empty() || s.size() > kMaxLabel) return false;

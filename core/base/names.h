@@ -28,6 +28,8 @@ Status ValidateKind(std::string_view field, std::string_view value);
 // Free text that is stored and shown (cost centers): valid UTF-8, no control characters,
 // 1..253 bytes.
 Status ValidateLabelText(std::string_view field, std::string_view value);
+// `value` quoted for an error message: cut after 80 bytes, control and non-ASCII bytes as \xNN.
+std::string QuoteForError(std::string_view value);
 
 // Joins parts into one id that reads back unambiguously: each part is percent-escaped ('%',
 // '/', ':' and bytes outside printable ASCII become %XX) and the parts are joined by '/'.

@@ -7,39 +7,26 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/names.h"
+#include "core/base/yaml_fields.h"
 
 namespace gpuvpa {
 namespace {
 
-Status CheckKeys(const YAML::Node& node, const std::string& where,
-                 std::initializer_list<std::string_view> known) {
-  if (!node.IsMap()) return InvalidArgumentError("config " + where + ": expected a mapping");
-  for (const auto& kv : node) {
-    const auto key = kv.first.as<std::string>();
-    bool ok = false;
-    for (std::string_view k : known) ok = ok || k == key;
-    if (!ok) return InvalidArgumentError("config " + where + ": unknown key \"" + key + "\"");
-  }
-  return OkStatus();
-}
-
-Result<std::string> ScalarString(const YAML::Node& node, const std::string& where) {
-  if (!node.IsScalar()) return InvalidArgumentError("config " + where + ": expected a string");
-  return node.as<std::string>();
-}
+const YamlField kConfig{"config", ""};
 
 Status ParsePrices(const YAML::Node& list, GpuvpaConfig& config) {
   if (!list.IsSequence()) return InvalidArgumentError("config prices: expected a list");
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node& p = list[i];
     const std::string where = "prices[" + std::to_string(i) + "]";
-    if (Status s = CheckKeys(p, where, {"gpu_model", "usd_per_gpu_hour", "region", "source"});
+    if (Status s =
+            kConfig[where].CheckKeys(p, {"gpu_model", "usd_per_gpu_hour", "region", "source"});
         !s.ok())
       return s;
     if (!p["gpu_model"] || !p["usd_per_gpu_hour"])
       return InvalidArgumentError("config " + where +
                                   ": gpu_model and usd_per_gpu_hour are required");
-    Result<std::string> model = ScalarString(p["gpu_model"], where + ".gpu_model");
+    Result<std::string> model = kConfig[where]["gpu_model"].String(p["gpu_model"]);
     if (!model.ok()) return model.status();
     double price = 0;
     const std::string price_text = p["usd_per_gpu_hour"].Scalar();
@@ -55,8 +42,8 @@ Status ParsePrices(const YAML::Node& list, GpuvpaConfig& config) {
 }
 
 Status ParseCostCenters(const YAML::Node& node, CostCenterRules& rules) {
-  if (Status s = CheckKeys(node, "cost_centers",
-                           {"namespace_label_key", "workload_annotation_key", "namespaces"});
+  if (Status s = kConfig["cost_centers"].CheckKeys(
+          node, {"namespace_label_key", "workload_annotation_key", "namespaces"});
       !s.ok())
     return s;
   if (node["namespace_label_key"])
@@ -87,9 +74,8 @@ Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text) {
   try {
     const YAML::Node root = YAML::Load(std::string(yaml_text));
     if (root.IsNull()) return config;
-    if (Status s =
-            CheckKeys(root, "(top level)",
-                      {"region", "prices", "max_usd_per_gpu_hour", "cost_centers", "ledger"});
+    if (Status s = kConfig["(top level)"].CheckKeys(
+            root, {"region", "prices", "max_usd_per_gpu_hour", "cost_centers", "ledger"});
         !s.ok())
       return s;
     if (const YAML::Node max = root["max_usd_per_gpu_hour"]) {
@@ -108,7 +94,7 @@ Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text) {
       if (Status s = ParseCostCenters(root["cost_centers"], config.cost_centers); !s.ok()) return s;
     }
     if (const YAML::Node ledger = root["ledger"]) {
-      if (Status s = CheckKeys(ledger, "ledger", {"path"}); !s.ok()) return s;
+      if (Status s = kConfig["ledger"].CheckKeys(ledger, {"path"}); !s.ok()) return s;
       if (ledger["path"]) config.ledger_path = ledger["path"].as<std::string>();
     }
   } catch (const YAML::Exception& e) {

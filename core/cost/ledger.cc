@@ -142,6 +142,12 @@ Result<ActionKind> ParseActionKind(std::string_view text) {
   return InvalidArgumentError("unknown ledger action kind \"" + std::string(text) + "\"");
 }
 
+Result<ActionStatus> ParseActionStatus(std::string_view text) {
+  for (size_t i = 0; i < kStatusNames.size(); ++i)
+    if (kStatusNames[i] == text) return static_cast<ActionStatus>(i);
+  return InvalidArgumentError("unknown ledger action status \"" + std::string(text) + "\"");
+}
+
 Result<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   sqlite3* db = nullptr;
   const int rc =

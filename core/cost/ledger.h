@@ -34,6 +34,7 @@ enum class ActionStatus { kProposed, kApplied, kRolledBack, kFailed };
 std::string_view ActionKindName(ActionKind kind);
 std::string_view ActionStatusName(ActionStatus status);
 Result<ActionKind> ParseActionKind(std::string_view text);
+Result<ActionStatus> ParseActionStatus(std::string_view text);
 
 struct LedgerAction {
   std::string action_id;

@@ -1,20 +1,24 @@
-// Serve command: wires config, ledger, sources, services, TLS and /metrics.
+// Serve command: wires config, ledger and spool, backends, services, TLS, health and /metrics.
 #include "scaler/cmd/serve_command.h"
 
 #include <prometheus/exposer.h>
+#include <spdlog/spdlog.h>
 
 #include <csignal>
 
-#include "core/base/atomic_file.h"
 #include "core/cli/cli.h"
+#include "core/cli/logging.h"
 #include "core/cost/config.h"
 #include "core/cost/ledger.h"
+#include "core/cost/ledger_spool.h"
+#include "scaler/config/scaler_config.h"
 #include "scaler/service/activity_hub.h"
 #include "scaler/service/activity_meter.h"
 #include "scaler/service/external_scaler_service.h"
 #include "scaler/service/push_service.h"
 #include "scaler/service/scaler_core.h"
 #include "scaler/service/server.h"
+#include "scaler/sources/backends.h"
 
 namespace gpuvpa::scaler {
 
@@ -23,14 +27,17 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   server.listen_address = "0.0.0.0:9090";
   std::string metrics_listen = "0.0.0.0:9091";
   std::string ledger_path;
+  std::string spool_path;
   std::string config_path;
-  std::string redis_password_file;
+  std::string scaler_config_path;
+  std::string log_level = "info";
   int cache_ttl_ms = 1000;
   int source_timeout_ms = 500;
   int push_staleness_s = 300;
   auto app = NewCommandApp("gpuvpa-scaler", "serve",
                            "Serve KEDA's ExternalScaler and QueueDepthPush over gRPC (TLS/mTLS "
-                           "with certificates), /metrics, and meter active periods.");
+                           "with certificates), grpc.health.v1, /metrics, and meter active "
+                           "periods into the ledger.");
   app->add_option("--listen", server.listen_address, "gRPC address");
   app->add_option("--tls-cert", server.tls_cert_file,
                   "server certificate (PEM); with --tls-key enables TLS");
@@ -38,9 +45,15 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   app->add_option("--client-ca", server.client_ca_file,
                   "CA (PEM) that client certificates must chain to (mTLS)");
   app->add_option("--metrics-listen", metrics_listen, "/metrics address (empty: off)");
+  app->add_option("--scaler-config", scaler_config_path,
+                  "the backends trigger metadata may name, with their credentials, and limits "
+                  "(YAML; see scaler/config/scaler_config.h). Without it only push queues work")
+      ->check(CLI::ExistingFile);
   app->add_option("--ledger", ledger_path, "ledger for metered periods (default: none)");
-  app->add_option("--config", config_path, "gpuvpa config (prices, region)");
-  app->add_option("--redis-password-file", redis_password_file, "file holding the Redis password");
+  app->add_option("--spool", spool_path,
+                  "where metered rows go when the ledger refuses them (default: LEDGER.spool)");
+  app->add_option("--config", config_path, "gpuvpa config (prices, region)")
+      ->check(CLI::ExistingFile);
   app->add_option("--cache-ttl-ms", cache_ttl_ms, "one backend read per queue per this")
       ->check(NumberInRange(1, 3600 * 1000));
   app->add_option("--source-timeout-ms", source_timeout_ms, "queue read timeout")
@@ -48,54 +61,70 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   app->add_option("--push-staleness-seconds", push_staleness_s,
                   "push reports older than this are UNAVAILABLE")
       ->check(NumberInRange(1, 86400));
+  app->add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  if (Status s = ConfigureLogging(log_level); !s.ok()) {
+    err << "gpuvpa-scaler serve: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  auto fail = [&](const Status& s) {
+    spdlog::error("{}", s.message());
+    return kExitFailure;
+  };
 
   Result<GpuvpaConfig> config = LoadConfigFile(config_path);
-  if (!config.ok()) {
-    err << "gpuvpa-scaler serve: " << config.status().message() << "\n";
-    return kExitFailure;
-  }
-  ScalerCoreOptions core_options;
-  core_options.cache_ttl = std::chrono::milliseconds(cache_ttl_ms);
-  core_options.source_timeout = std::chrono::milliseconds(source_timeout_ms);
-  if (!redis_password_file.empty()) {
-    Result<std::string> password = ReadWholeFile(redis_password_file);
-    if (!password.ok()) {
-      err << "gpuvpa-scaler serve: " << password.status().message() << "\n";
-      return kExitFailure;
-    }
-    core_options.redis_password = *password;
-    while (!core_options.redis_password.empty() && (core_options.redis_password.back() == '\n' ||
-                                                    core_options.redis_password.back() == '\r'))
-      core_options.redis_password.pop_back();
-  }
+  if (!config.ok()) return fail(config.status());
+  Result<ScalerConfig> scaler_config = LoadScalerConfig(scaler_config_path);
+  if (!scaler_config.ok()) return fail(scaler_config.status());
+  Result<std::unique_ptr<Backends>> backends = Backends::Create(*scaler_config);
+  if (!backends.ok()) return fail(backends.status());
   std::unique_ptr<Ledger> ledger;
   if (!ledger_path.empty()) {
     Result<std::unique_ptr<Ledger>> opened = Ledger::Open(ledger_path);
-    if (!opened.ok()) {
-      err << "gpuvpa-scaler serve: " << opened.status().message() << "\n";
-      return kExitFailure;
-    }
+    if (!opened.ok()) return fail(opened.status());
     ledger = std::move(opened).value();
+    if (spool_path.empty()) spool_path = ledger_path + ".spool";
+  }
+  if (!spool_path.empty() && ledger) {
+    // Rows a previous run could only spool go to the ledger first; a spool that cannot be
+    // drained now stays where it is and is tried again at the next start.
+    Result<size_t> drained = LedgerSpool(spool_path).Drain(*ledger);
+    if (!drained.ok())
+      spdlog::error("spool {} not replayed (kept): {}", spool_path, drained.status().message());
+    else if (*drained > 0)
+      spdlog::info("replayed {} spooled metered rows into the ledger {}", *drained, ledger_path);
   }
 
   auto registry = std::make_shared<prometheus::Registry>();
-  ScalerMetrics metrics(registry);
+  ScalerMetrics metrics(registry, scaler_config->cost_centers);
   std::unique_ptr<prometheus::Exposer> exposer;
   if (!metrics_listen.empty()) {
     try {
       exposer = std::make_unique<prometheus::Exposer>(metrics_listen);
       exposer->RegisterCollectable(registry);
     } catch (const std::exception& e) {
-      err << "serve: cannot serve /metrics on " << metrics_listen << ": " << e.what() << "\n";
-      return kExitFailure;
+      return fail(UnavailableError("cannot serve /metrics on " + metrics_listen + ": " + e.what()));
     }
   }
-  PushDepthRegistry push{std::chrono::seconds(push_staleness_s)};
-  ScalerCore core(core_options, push, &metrics);
-  ActivityHub hub(core, push, core_options.cache_ttl);
-  ActivityMeter meter({std::chrono::seconds(3600), std::chrono::seconds(300), config->region},
-                      ledger.get(), config->prices, err, ActivityMeter::DefaultClock(), &metrics);
+  const ScalerLimits& limits = scaler_config->limits;
+  PushDepthRegistry push{std::chrono::seconds(push_staleness_s), limits.max_push_queues};
+  ScalerCoreOptions core_options;
+  core_options.cache_ttl = std::chrono::milliseconds(cache_ttl_ms);
+  core_options.source_timeout = std::chrono::milliseconds(source_timeout_ms);
+  core_options.limits = limits;
+  ScalerCore core(core_options, **backends, push, &metrics);
+  ActivityMeterOptions meter_options;
+  meter_options.region = config->region;
+  meter_options.spool_path = spool_path;
+  meter_options.max_meters = limits.max_scaled_objects;
+  meter_options.idle = limits.idle;
+  ActivityMeter meter(meter_options, ledger.get(), config->prices, ActivityMeter::DefaultClock(),
+                      &metrics);
+  ActivityHub hub(core, push, core_options.cache_ttl, [&] {
+    core.EvictIdle();
+    meter.EvictIdle();
+    push.EvictIdle(std::chrono::duration_cast<std::chrono::milliseconds>(limits.idle));
+  });
   ExternalScalerService scaler(core, hub, &meter, &metrics);
   QueueDepthPushService push_service(push);
 
@@ -106,21 +135,29 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   Result<RunningServer> running = StartServer(server, {&scaler, &push_service});
-  if (!running.ok()) {
-    err << "gpuvpa-scaler serve: " << running.status().message() << "\n";
-    return kExitFailure;
-  }
-  out << "gpuvpa-scaler: serving ExternalScaler and QueueDepthPush on port " << running->port
-      << (server.tls_cert_file.empty()    ? " (plaintext)"
-          : server.client_ca_file.empty() ? " (TLS)"
-                                          : " (mTLS)")
-      << (metrics_listen.empty() ? "" : ", /metrics on " + metrics_listen) << std::endl;
+  if (!running.ok()) return fail(running.status());
+  spdlog::info("serving ExternalScaler, QueueDepthPush and grpc.health.v1 on port {} ({}){}",
+               running->port,
+               server.tls_cert_file.empty()    ? "plaintext"
+               : server.client_ca_file.empty() ? "TLS"
+                                               : "mTLS",
+               metrics_listen.empty() ? std::string() : ", /metrics on " + metrics_listen);
+  out << "gpuvpa-scaler: listening on port " << running->port << std::endl;
   int signal = 0;
   sigwait(&stop, &signal);
-  out << "gpuvpa-scaler: signal " << signal << ", shutting down" << std::endl;
+  spdlog::info("signal {}: ending open streams with OK and shutting down", signal);
+  if (grpc::HealthCheckServiceInterface* health = running->server->GetHealthCheckService())
+    health->Shutdown();
+  hub.Shutdown();  // streams end with OK: KEDA resets its reconnect backoff
   running->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  meter.FlushAll();
-  return 0;
+  if (Status flushed = meter.FlushAll(); !flushed.ok()) {
+    spdlog::error("metered rows lost: {}", flushed.message());
+    return kExitFailure;
+  }
+  if (meter.spooled_rows() > 0)
+    spdlog::warn("{} metered rows are in the spool {}; they go to the ledger at the next start",
+                 meter.spooled_rows(), spool_path);
+  return kExitOk;
 }
 
 }  // namespace gpuvpa::scaler

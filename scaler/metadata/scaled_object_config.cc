@@ -7,25 +7,42 @@
 #include <initializer_list>
 #include <vector>
 
+#include "core/base/names.h"
+
 namespace gpuvpa::scaler {
 namespace {
+
+// A key as shown in an error: plain when short and printable, else quoted and cut.
+std::string ShownKey(std::string_view key) {
+  const std::string quoted = QuoteForError(key);
+  return quoted.size() == key.size() + 2 ? std::string(key) : quoted;
+}
 
 class MetadataReader {
  public:
   explicit MetadataReader(const TriggerMetadata& m) : m_(m) {}
 
   Status Bad(std::string_view key, std::string_view value, std::string_view why) const {
-    return InvalidArgumentError("trigger metadata " + std::string(key) + " \"" +
-                                std::string(value) + "\" " + std::string(why));
+    return InvalidArgumentError("trigger metadata " + ShownKey(key) + " " + QuoteForError(value) +
+                                " " + std::string(why));
   }
   Status Missing(std::string_view key, std::string_view context) const {
     return InvalidArgumentError("trigger metadata " + std::string(key) + " is required " +
                                 std::string(context));
   }
+  // `key`, or `keyFromEnv`: KEDA resolves *FromEnv keys from the workload's environment and
+  // forwards the value under the same key name. Giving both is an error.
   const std::string* Find(std::string_view key) {
     used_.emplace_back(key);
+    const std::string from_env = std::string(key) + "FromEnv";
+    used_.push_back(from_env);
     auto it = m_.find(key);
-    return it == m_.end() ? nullptr : &it->second;
+    auto env = m_.find(from_env);
+    if (it != m_.end() && env != m_.end() && conflict_.ok())
+      conflict_ = InvalidArgumentError("trigger metadata " + std::string(key) + " and " + from_env +
+                                       " are both given; give one");
+    if (it != m_.end()) return &it->second;
+    return env == m_.end() ? nullptr : &env->second;
   }
   Status String(std::string_view key, std::string& out) {
     if (const std::string* v = Find(key)) out = *v;
@@ -68,6 +85,7 @@ class MetadataReader {
   }
   // Every key that no reader asked for is unknown.
   Status RejectUnknown() const {
+    if (!conflict_.ok()) return conflict_;
     for (const auto& [key, value] : m_) {
       if (std::find(used_.begin(), used_.end(), key) == used_.end())
         return Bad(key, value, "is not a known key for this source");
@@ -78,6 +96,7 @@ class MetadataReader {
  private:
   const TriggerMetadata& m_;
   std::vector<std::string> used_;
+  Status conflict_;
 };
 
 Status ParseRedis(MetadataReader& r, ScaledObjectConfig& c) {
@@ -114,13 +133,13 @@ Status ParseRedis(MetadataReader& r, ScaledObjectConfig& c) {
     if (redis.consumer_group.empty()) return r.Missing("consumerGroup", "for a redis stream");
     GPUVPA_RETURN_IF_ERROR(r.Number("lagCount", c.target, true));
     GPUVPA_RETURN_IF_ERROR(r.Number("activationLagCount", c.activation, false));
-    c.metric_name = "redis-stream-" + stream + "-" + redis.consumer_group;
+    c.metric_name = HpaMetricName("redis-stream-" + stream + "-" + redis.consumer_group);
   } else {
     redis.data_type = list.empty() ? RedisDataType::kSortedSet : RedisDataType::kList;
     redis.key = list.empty() ? zset : list;
     GPUVPA_RETURN_IF_ERROR(r.Number("listLength", c.target, true));
     GPUVPA_RETURN_IF_ERROR(r.Number("activationListLength", c.activation, false));
-    c.metric_name = (list.empty() ? "redis-zset-" : "redis-list-") + redis.key;
+    c.metric_name = HpaMetricName((list.empty() ? "redis-zset-" : "redis-list-") + redis.key);
   }
   return OkStatus();
 }
@@ -130,15 +149,15 @@ Status ParsePrometheus(MetadataReader& r, ScaledObjectConfig& c) {
   GPUVPA_RETURN_IF_ERROR(r.String("query", c.prometheus.query));
   if (c.prometheus.server_address.empty())
     return r.Missing("serverAddress", "for source prometheus");
-  if (!c.prometheus.server_address.starts_with("http://"))
-    return r.Bad("serverAddress", c.prometheus.server_address,
-                 "is not an http:// URL (https is not supported yet)");
+  if (!c.prometheus.server_address.starts_with("http://") &&
+      !c.prometheus.server_address.starts_with("https://"))
+    return r.Bad("serverAddress", c.prometheus.server_address, "is not an http(s):// URL");
   if (c.prometheus.query.empty()) return r.Missing("query", "for source prometheus");
   if (r.Find("threshold") == nullptr) return r.Missing("threshold", "for source prometheus");
   GPUVPA_RETURN_IF_ERROR(r.Number("threshold", c.target, true));
   GPUVPA_RETURN_IF_ERROR(r.Number("activationThreshold", c.activation, false));
   GPUVPA_RETURN_IF_ERROR(r.Bool("ignoreNullValues", c.prometheus.ignore_null_values));
-  c.metric_name = "prometheus-" + c.name;
+  c.metric_name = HpaMetricName("prometheus-" + c.name);
   return OkStatus();
 }
 
@@ -147,11 +166,17 @@ Status ParsePush(MetadataReader& r, ScaledObjectConfig& c) {
   if (c.push.queue_name.empty()) return r.Missing("queueName", "for source push");
   GPUVPA_RETURN_IF_ERROR(r.Number("queueLength", c.target, true));
   GPUVPA_RETURN_IF_ERROR(r.Number("activationQueueLength", c.activation, false));
-  c.metric_name = "push-" + c.push.queue_name;
+  c.metric_name = HpaMetricName("push-" + c.push.queue_name);
   return OkStatus();
 }
 
 }  // namespace
+
+std::string HpaMetricName(std::string name) {
+  for (char& ch : name)
+    if (ch == '/' || ch == '.' || ch == ':' || ch == '%') ch = '-';
+  return name;
+}
 
 int ScaledObjectConfig::DesiredReplicas(double depth) const {
   if (!(depth > 0)) return 0;
@@ -170,7 +195,7 @@ Result<ScaledObjectConfig> ParseScaledObjectConfig(std::string_view name,
   std::string source = "redis";
   GPUVPA_RETURN_IF_ERROR(r.String("source", source));
   GPUVPA_RETURN_IF_ERROR(r.String("costCenter", c.cost_center));
-  if (c.cost_center.empty()) return r.Bad("costCenter", "", "must not be empty");
+  if (Status s = ValidateLabelText("trigger metadata costCenter", c.cost_center); !s.ok()) return s;
   GPUVPA_RETURN_IF_ERROR(r.Number("gpuPerReplica", c.gpu_per_replica, true));
   GPUVPA_RETURN_IF_ERROR(r.String("gpuModel", c.gpu_model));
   GPUVPA_RETURN_IF_ERROR(r.Integer("maxReplicas", c.max_replicas, 1, 100000));

@@ -15,8 +15,11 @@
 //               price book's model; without it metered GPU time is counted but not priced),
 //               maxReplicas (default 100: caps the replica estimate ceil(depth / target))
 //   scalerAddress, enableTLS and unsafeSsl are KEDA's own (how KEDA dials this scaler) and
-//   ignored here; so Redis TLS has no key of its own yet (not supported). Any other key is an
-//   error.
+//   ignored here; so Redis TLS has no key of its own yet (not supported). Every key may also
+//   come as `<key>FromEnv` (KEDA resolves it from the workload's environment and forwards the
+//   value under that name); both forms at once is an error. Any other key is an error.
+// Backends: address / host+port and serverAddress may name only backends listed in the
+// scaler's own config (ScalerCore checks; the error names the key); credentials come from there.
 // A ScaledObject is active when the depth is strictly above its activation threshold.
 #pragma once
 
@@ -32,7 +35,7 @@ enum class QueueSourceKind { kRedis, kPrometheus, kPush };
 enum class RedisDataType { kList, kStream, kSortedSet };
 
 struct RedisSourceConfig {
-  std::string host = "127.0.0.1";
+  std::string host;  // empty: the one Redis server of the scaler's config
   int port = 6379;
   int database_index = 0;
   RedisDataType data_type = RedisDataType::kList;
@@ -71,6 +74,10 @@ struct ScaledObjectConfig {
 };
 
 using TriggerMetadata = std::map<std::string, std::string, std::less<>>;
+
+// An HPA metric name must be a valid path segment: `/ . : %` become `-`, as KEDA's own Redis
+// scaler does.
+std::string HpaMetricName(std::string name);
 
 Result<ScaledObjectConfig> ParseScaledObjectConfig(std::string_view name,
                                                    std::string_view namespace_name,

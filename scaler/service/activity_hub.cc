@@ -6,14 +6,20 @@
 namespace gpuvpa::scaler {
 
 ActivityHub::ActivityHub(ScalerCore& core, PushDepthRegistry& push,
-                         std::chrono::milliseconds poll_interval)
-    : core_(core), poll_interval_(poll_interval) {
+                         std::chrono::milliseconds poll_interval,
+                         std::function<void()> housekeeping,
+                         std::chrono::milliseconds housekeeping_interval)
+    : core_(core),
+      poll_interval_(poll_interval),
+      housekeeping_(std::move(housekeeping)),
+      housekeeping_interval_(housekeeping_interval) {
   push.Subscribe([this](const std::string& queue, double) {
     std::vector<std::pair<uint64_t, ResolvedScaledObject>> hit;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& [id, e] : entries_)
-        if (e.so.config->source == QueueSourceKind::kPush && e.so.config->push.queue_name == queue)
+        if (e.so.config && e.so.config->source == QueueSourceKind::kPush &&
+            e.so.config->push.queue_name == queue)
           hit.emplace_back(id, e.so);
     }
     for (const auto& [id, so] : hit) Evaluate(id, so);
@@ -28,6 +34,9 @@ ActivityHub::~ActivityHub() {
   }
   stop_cv_.notify_all();
   poller_.join();
+  // Reads complete within their deadline; their callbacks touch this hub.
+  std::unique_lock<std::mutex> lock(mu_);
+  reads_done_.wait(lock, [this] { return reads_in_flight_ == 0; });
 }
 
 uint64_t ActivityHub::Add(const ResolvedScaledObject& so, ActivityWatcher* watcher) {
@@ -36,8 +45,9 @@ uint64_t ActivityHub::Add(const ResolvedScaledObject& so, ActivityWatcher* watch
     std::lock_guard<std::mutex> lock(mu_);
     id = next_id_++;
     entries_[id] = {so, watcher};
+    if (shut_down_) watcher->OnShutdown();
   }
-  Evaluate(id, so);
+  if (so.config) Evaluate(id, so);
   return id;
 }
 
@@ -46,31 +56,64 @@ void ActivityHub::Remove(uint64_t id) {
   entries_.erase(id);
 }
 
+void ActivityHub::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shut_down_ = true;
+    for (auto& [id, e] : entries_) e.watcher->OnShutdown();
+  }
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  stopping_ = true;
+  stop_cv_.notify_all();
+}
+
 size_t ActivityHub::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.size();
 }
 
-void ActivityHub::Evaluate(uint64_t id, const ResolvedScaledObject& so) {
-  // The read happens outside the lock (it may wait on the backend); the call happens under it,
-  // so a removed watcher is never called.
-  Result<double> depth = core_.ReadDepth(so);
-  if (!depth.ok()) return;  // a source that is down says nothing about activity
-  const bool active = so.config->IsActive(*depth);
+void ActivityHub::Deliver(uint64_t id, const ResolvedScaledObject& so,
+                          const Result<double>& depth) {
+  // Called under the lock, so a removed watcher is never called.
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = entries_.find(id); it != entries_.end()) it->second.watcher->OnActivity(active);
+  if (--reads_in_flight_ == 0) reads_done_.notify_all();
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  it->second.reading = false;
+  if (!depth.ok()) return;  // a source that is down says nothing about activity
+  it->second.watcher->OnActivity(so.config->IsActive(*depth));
+}
+
+void ActivityHub::Evaluate(uint64_t id, const ResolvedScaledObject& so) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    it->second.reading = true;
+    ++reads_in_flight_;
+  }
+  core_.ReadDepthAsync(so, std::chrono::steady_clock::now() + poll_interval_,
+                       [this, id, so](const Result<double>& depth) { Deliver(id, so, depth); });
 }
 
 void ActivityHub::PollLoop() {
+  auto last_housekeeping = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> stop_lock(stop_mu_);
   while (!stop_cv_.wait_for(stop_lock, poll_interval_, [this] { return stopping_; })) {
     stop_lock.unlock();
-    std::vector<std::pair<uint64_t, ResolvedScaledObject>> all;
+    std::vector<std::pair<uint64_t, ResolvedScaledObject>> due;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [id, e] : entries_) all.emplace_back(id, e.so);
+      for (const auto& [id, e] : entries_)
+        if (e.so.config && !e.reading) due.emplace_back(id, e.so);
     }
-    for (const auto& [id, so] : all) Evaluate(id, so);
+    // Each read completes on its backend's worker; none is awaited here.
+    for (const auto& [id, so] : due) Evaluate(id, so);
+    if (housekeeping_ &&
+        std::chrono::steady_clock::now() - last_housekeeping >= housekeeping_interval_) {
+      housekeeping_();
+      last_housekeeping = std::chrono::steady_clock::now();
+    }
     stop_lock.lock();
   }
 }

@@ -1,6 +1,8 @@
 // Activity metering.
 #include "scaler/service/activity_meter.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -10,26 +12,35 @@
 #include "core/cost/money.h"
 
 namespace gpuvpa::scaler {
+namespace {
+const std::string kUnallocatedCostCenter = "unallocated";
+}  // namespace
 
 ActivityMeter::Clock ActivityMeter::DefaultClock() {
   return [] { return UnixNowSeconds(); };
 }
 
 ActivityMeter::ActivityMeter(ActivityMeterOptions options, Ledger* ledger, const PriceBook& prices,
-                             std::ostream& log, Clock clock, ScalerMetrics* metrics)
+                             Clock clock, ScalerMetrics* metrics)
     : options_(std::move(options)),
       ledger_(ledger),
       prices_(prices),
-      log_(log),
       clock_(std::move(clock)),
-      metrics_(metrics) {}
+      metrics_(metrics) {
+  if (!options_.spool_path.empty()) spool_.emplace(options_.spool_path);
+}
 
 void ActivityMeter::AccrueLocked(Meter& m, double now) {
   const double held = std::min(now - m.last_s, static_cast<double>(options_.max_hold.count()));
   if (held > 0) {
     const double replica_seconds = m.replicas * held;
     m.replica_seconds += replica_seconds;
-    gpu_seconds_by_cost_center_[m.config.cost_center] += replica_seconds * m.config.gpu_per_replica;
+    // Bounded: past 4,096 distinct cost centers, new ones add up under "unallocated".
+    const bool known = gpu_seconds_by_cost_center_.contains(m.config.cost_center);
+    const std::string& key = known || gpu_seconds_by_cost_center_.size() < 4096
+                                 ? m.config.cost_center
+                                 : kUnallocatedCostCenter;
+    gpu_seconds_by_cost_center_[key] += replica_seconds * m.config.gpu_per_replica;
     if (metrics_ != nullptr)
       metrics_->MeteredGpuSeconds(m.config.cost_center, replica_seconds * m.config.gpu_per_replica);
   }
@@ -41,6 +52,14 @@ void ActivityMeter::OnDepth(const ScaledObjectConfig& config, double depth) {
   const int replicas = config.IsActive(depth) ? std::max(1, config.DesiredReplicas(depth)) : 0;
   std::lock_guard<std::mutex> lock(mu_);
   const std::string key = config.namespace_name + "/" + config.name;
+  if (meters_.size() >= options_.max_meters && !meters_.contains(key)) {
+    // Close the period of the meter read longest ago; keep it if its row could not be written.
+    auto oldest = std::min_element(
+        meters_.begin(), meters_.end(),
+        [](const auto& a, const auto& b) { return a.second.last_s < b.second.last_s; });
+    AccrueLocked(oldest->second, now);
+    if (WriteRowLocked(oldest->second, now)) ForgetLocked(oldest);
+  }
   auto [it, fresh] = meters_.try_emplace(key);
   Meter& m = it->second;
   if (fresh) {
@@ -60,7 +79,15 @@ void ActivityMeter::OnDepth(const ScaledObjectConfig& config, double depth) {
     WriteRowLocked(m, now);
 }
 
-void ActivityMeter::WriteRowLocked(Meter& m, double now) {
+void ActivityMeter::ForgetLocked(std::map<std::string, Meter, std::less<>>::iterator it) {
+  if (it->second.replicas > 0) {
+    --active_;
+    if (metrics_ != nullptr) metrics_->SetActiveScaledObjects(static_cast<double>(active_));
+  }
+  meters_.erase(it);
+}
+
+bool ActivityMeter::WriteRowLocked(Meter& m, double now) {
   const double gpu_seconds = m.replica_seconds * m.config.gpu_per_replica;
   const double reserved_gpu_seconds =
       (now - m.row_start_s) * m.peak_replicas * m.config.gpu_per_replica;
@@ -76,8 +103,8 @@ void ActivityMeter::WriteRowLocked(Meter& m, double now) {
     Result<MicroUsd> reserved = metered.ok() ? PriceGpuSeconds(reserved_gpu_seconds, *price)
                                              : Result<MicroUsd>(metered.status());
     if (!reserved.ok()) {
-      log_ << "metering: " << m.config.namespace_name << "/" << m.config.name << ": " << gpu_seconds
-           << " GPU-seconds not charged: " << reserved.status().message() << "\n";
+      spdlog::warn("metering {}/{}: {} GPU-seconds not charged: {}", m.config.namespace_name,
+                   m.config.name, gpu_seconds, reserved.status().message());
     } else {
       LedgerAction a;
       a.action_id = "metered/" + EncodeIdParts({m.config.namespace_name, m.config.name}) + "/" +
@@ -102,24 +129,64 @@ void ActivityMeter::WriteRowLocked(Meter& m, double now) {
           {"usd_per_gpu_hour",
            *price}}.dump();
       if (Result<size_t> added = ledger_->Append(a); !added.ok()) {
-        log_ << "metering: " << added.status().message()
-             << " (kept; retried at the next period end)\n";
-        return;  // nothing is lost: the period stays open and is written later
+        Status spooled =
+            spool_ ? spool_->Append(std::span(&a, 1)) : UnavailableError("no spool configured");
+        if (!spooled.ok()) {
+          spdlog::error(
+              "metering {}/{}: the ledger refused the row ({}) and the spool too ({}); the "
+              "period stays open and is retried",
+              m.config.namespace_name, m.config.name, added.status().message(), spooled.message());
+          return false;  // nothing is lost yet: the period stays open and is written later
+        }
+        ++spooled_rows_;
+        spdlog::warn("metering {}/{}: the ledger refused the row ({}); kept in the spool {}",
+                     m.config.namespace_name, m.config.name, added.status().message(),
+                     spool_->path());
       }
     }
   }
   m.row_start_s = now;
   m.replica_seconds = 0;
   m.peak_replicas = m.replicas;
+  return true;
 }
 
-void ActivityMeter::FlushAll() {
+Status ActivityMeter::FlushAll() {
   std::lock_guard<std::mutex> lock(mu_);
   const double now = clock_();
+  size_t lost = 0;
   for (auto& [key, m] : meters_) {
     AccrueLocked(m, now);
-    WriteRowLocked(m, now);
+    if (!WriteRowLocked(m, now)) ++lost;
   }
+  if (lost > 0)
+    return UnavailableError(std::to_string(lost) +
+                            " metered periods could be written neither to the ledger nor to "
+                            "the spool");
+  return OkStatus();
+}
+
+void ActivityMeter::EvictIdle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const double now = clock_();
+  for (auto it = meters_.begin(); it != meters_.end();) {
+    auto next = std::next(it);
+    if (now - it->second.last_s > static_cast<double>(options_.idle.count())) {
+      AccrueLocked(it->second, now);
+      if (WriteRowLocked(it->second, now)) ForgetLocked(it);
+    }
+    it = next;
+  }
+}
+
+size_t ActivityMeter::meters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return meters_.size();
+}
+
+uint64_t ActivityMeter::spooled_rows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return spooled_rows_;
 }
 
 double ActivityMeter::metered_gpu_seconds(const std::string& cost_center) const {

@@ -10,10 +10,11 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <ostream>
+#include <optional>
 #include <string>
 
 #include "core/cost/ledger.h"
+#include "core/cost/ledger_spool.h"
 #include "core/cost/price_book.h"
 #include "scaler/service/external_scaler_service.h"
 
@@ -25,6 +26,11 @@ struct ActivityMeterOptions {
   // this much: the estimate is held only while reads keep coming.
   std::chrono::seconds max_hold{300};
   std::string region;
+  // Rows the ledger refuses (disk full, volume gone) go here, durably, and are replayed into
+  // the ledger at the next start. Empty: no spool (a refused row keeps its period open).
+  std::string spool_path;
+  size_t max_meters = 20000;       // ScaledObjects metered at once; the oldest is closed beyond
+  std::chrono::seconds idle{900};  // a meter not read this long is closed and forgotten
 };
 
 class ActivityMeter final : public DepthObserver {
@@ -33,11 +39,16 @@ class ActivityMeter final : public DepthObserver {
   // `ledger` may be null: GPU time is then only counted (see metered_gpu_seconds()).
   // `metrics` may be null.
   ActivityMeter(ActivityMeterOptions options, Ledger* ledger, const PriceBook& prices,
-                std::ostream& log, Clock clock = DefaultClock(), ScalerMetrics* metrics = nullptr);
+                Clock clock = DefaultClock(), ScalerMetrics* metrics = nullptr);
 
   void OnDepth(const ScaledObjectConfig& config, double depth) override;
-  // Closes every open period (on shutdown).
-  void FlushAll();
+  // Closes every open period (on shutdown). UNAVAILABLE when a row could be written neither to
+  // the ledger nor to the spool: the caller must then exit non-zero.
+  Status FlushAll();
+  // Closes and forgets meters not read for `idle`.
+  void EvictIdle();
+  size_t meters() const;
+  uint64_t spooled_rows() const;
   double metered_gpu_seconds(const std::string& cost_center) const;
   size_t active_scaled_objects() const;
 
@@ -53,18 +64,21 @@ class ActivityMeter final : public DepthObserver {
     double replica_seconds = 0;
   };
   void AccrueLocked(Meter& m, double now);
-  void WriteRowLocked(Meter& m, double now);
+  // False when the row could be persisted nowhere (the period then stays open).
+  bool WriteRowLocked(Meter& m, double now);
+  void ForgetLocked(std::map<std::string, Meter, std::less<>>::iterator it);
 
   const ActivityMeterOptions options_;
   Ledger* ledger_;
   const PriceBook& prices_;
-  std::ostream& log_;
   const Clock clock_;
   ScalerMetrics* metrics_;
   mutable std::mutex mu_;
   std::map<std::string, Meter, std::less<>> meters_;  // by namespace/name
   std::map<std::string, double, std::less<>> gpu_seconds_by_cost_center_;
   size_t active_ = 0;  // meters with replicas > 0
+  std::optional<LedgerSpool> spool_;
+  uint64_t spooled_rows_ = 0;
 };
 
 }  // namespace gpuvpa::scaler

@@ -2,6 +2,7 @@
 #include "scaler/service/external_scaler_service.h"
 
 #include <cmath>
+#include <functional>
 #include <mutex>
 
 namespace gpuvpa::scaler {
@@ -53,6 +54,10 @@ class ActiveStreamReactor final : public grpc::ServerWriteReactor<externalscaler
       FinishLocked(grpc::Status::CANCELLED);
       return;
     }
+    if (shutting_down_) {
+      FinishLocked(grpc::Status::OK);
+      return;
+    }
     if (pending_ && !finished_) {
       pending_ = false;
       StartTrueLocked();
@@ -62,6 +67,15 @@ class ActiveStreamReactor final : public grpc::ServerWriteReactor<externalscaler
   void OnCancel() override {
     std::lock_guard<std::mutex> lock(mu_);
     FinishLocked(grpc::Status::CANCELLED);
+  }
+
+  // A clean end: KEDA resets its reconnect backoff only after one.
+  void OnShutdown() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!writing_)
+      FinishLocked(grpc::Status::OK);
+    else
+      shutting_down_ = true;
   }
 
   void OnDone() override {
@@ -89,24 +103,59 @@ class ActiveStreamReactor final : public grpc::ServerWriteReactor<externalscaler
   bool writing_ = false;
   bool pending_ = false;
   bool finished_ = false;
+  bool shutting_down_ = false;
 };
 
-// StreamMetricSpec: the spec once, then the stream stays open until the client leaves.
+// StreamMetricSpec: the spec once, then the stream stays open until the client leaves or the
+// scaler shuts down (then it ends with OK).
 class MetricSpecStreamReactor final
-    : public grpc::ServerWriteReactor<externalscaler::GetMetricSpecResponse> {
+    : public grpc::ServerWriteReactor<externalscaler::GetMetricSpecResponse>,
+      public ActivityWatcher {
  public:
-  explicit MetricSpecStreamReactor(const ScaledObjectConfig& config) {
+  MetricSpecStreamReactor(ActivityHub& hub, const ScaledObjectConfig& config) : hub_(hub) {
     FillSpec(config, &response_);
+    writing_ = true;
     StartWrite(&response_);
+    id_ = hub_.Add(ResolvedScaledObject{}, this);
+  }
+  void OnActivity(bool) override {}
+  void OnShutdown() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (writing_)
+      shutting_down_ = true;
+    else
+      FinishLocked(grpc::Status::OK);
   }
   void OnWriteDone(bool ok) override {
-    if (!ok) Finish(grpc::Status::CANCELLED);
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok)
+      FinishLocked(grpc::Status::CANCELLED);
+    else if (shutting_down_)
+      FinishLocked(grpc::Status::OK);
   }
-  void OnCancel() override { Finish(grpc::Status::CANCELLED); }
-  void OnDone() override { delete this; }
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    FinishLocked(grpc::Status::CANCELLED);
+  }
+  void OnDone() override {
+    hub_.Remove(id_);
+    delete this;
+  }
 
  private:
+  void FinishLocked(const grpc::Status& status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+  ActivityHub& hub_;
+  uint64_t id_ = 0;
+  std::mutex mu_;
   externalscaler::GetMetricSpecResponse response_;
+  bool writing_ = false;
+  bool shutting_down_ = false;
+  bool finished_ = false;
 };
 
 template <typename Response>
@@ -150,10 +199,21 @@ grpc::Status ExternalScalerService::Done(const char* method, const Status& statu
   return g;
 }
 
-Result<double> ExternalScalerService::Depth(const ResolvedScaledObject& so) {
-  Result<double> depth = core_.ReadDepth(so);
-  if (depth.ok() && observer_ != nullptr) observer_->OnDepth(*so.config, *depth);
-  return depth;
+void ExternalScalerService::Depth(grpc::CallbackServerContext* context,
+                                  const ResolvedScaledObject& so,
+                                  std::function<void(const Result<double>&)> done) {
+  // The RPC's own deadline (KEDA's HPA path: 3 s), capped by the source timeout in the core.
+  const auto left = context->deadline() - std::chrono::system_clock::now();
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::min<std::chrono::system_clock::duration>(left, std::chrono::hours(1)));
+  core_.ReadDepthAsync(
+      so, deadline,
+      [this, config = so.config, done = std::move(done)](const Result<double>& depth) {
+        if (depth.ok() && observer_ != nullptr) observer_->OnDepth(*config, *depth);
+        done(depth);
+      });
 }
 
 grpc::ServerUnaryReactor* ExternalScalerService::IsActive(
@@ -161,9 +221,15 @@ grpc::ServerUnaryReactor* ExternalScalerService::IsActive(
     externalscaler::IsActiveResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   Result<ResolvedScaledObject> so = Resolve(*request);
-  Result<double> depth = so.ok() ? Depth(*so) : Result<double>(so.status());
-  if (depth.ok()) response->set_result(so->config->IsActive(*depth));
-  reactor->Finish(Done("IsActive", depth.status()));
+  if (!so.ok()) {
+    reactor->Finish(Done("IsActive", so.status()));
+    return reactor;
+  }
+  // Finished from the backend's worker (or at once when cached): no gRPC thread waits.
+  Depth(context, *so, [this, reactor, response, config = so->config](const Result<double>& depth) {
+    if (depth.ok()) response->set_result(config->IsActive(*depth));
+    reactor->Finish(Done("IsActive", depth.status()));
+  });
   return reactor;
 }
 
@@ -182,16 +248,22 @@ grpc::ServerUnaryReactor* ExternalScalerService::GetMetrics(
     externalscaler::GetMetricsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   Result<ResolvedScaledObject> so = Resolve(request->scaledobjectref());
-  Result<double> depth = so.ok() ? Depth(*so) : Result<double>(so.status());
-  if (depth.ok()) {
-    externalscaler::MetricValue* value =
-        response->add_metricvalues();  // exactly one: the HPA sums them
-    value->set_metricname(request->metricname().empty() ? so->config->metric_name
-                                                        : request->metricname());
-    SetIntegerValue(value, *depth);
-    value->set_metricvaluefloat(*depth);
+  if (!so.ok()) {
+    reactor->Finish(Done("GetMetrics", so.status()));
+    return reactor;
   }
-  reactor->Finish(Done("GetMetrics", depth.status()));
+  Depth(context, *so,
+        [this, reactor, request, response, config = so->config](const Result<double>& depth) {
+          if (depth.ok()) {
+            externalscaler::MetricValue* value =
+                response->add_metricvalues();  // exactly one: the HPA sums them
+            value->set_metricname(request->metricname().empty() ? config->metric_name
+                                                                : request->metricname());
+            SetIntegerValue(value, *depth);
+            value->set_metricvaluefloat(*depth);
+          }
+          reactor->Finish(Done("GetMetrics", depth.status()));
+        });
   return reactor;
 }
 
@@ -209,7 +281,7 @@ ExternalScalerService::StreamMetricSpec(grpc::CallbackServerContext*,
   Result<ResolvedScaledObject> so = Resolve(*request);
   const grpc::Status opened = Done("StreamMetricSpec", so.status());
   if (!so.ok()) return FailedStream<externalscaler::GetMetricSpecResponse>(opened);
-  return new MetricSpecStreamReactor(*so->config);
+  return new MetricSpecStreamReactor(hub_, *so->config);
 }
 
 }  // namespace gpuvpa::scaler

@@ -46,7 +46,8 @@ class ExternalScalerService final : public externalscaler::ExternalScaler::Callb
 
  private:
   Result<ResolvedScaledObject> Resolve(const externalscaler::ScaledObjectRef& ref);
-  Result<double> Depth(const ResolvedScaledObject& so);
+  void Depth(grpc::CallbackServerContext* context, const ResolvedScaledObject& so,
+             std::function<void(const Result<double>&)> done);
   grpc::Status Done(const char* method, const Status& status);
 
   ScalerCore& core_;

@@ -3,8 +3,10 @@
 
 namespace gpuvpa::scaler {
 
-ScalerMetrics::ScalerMetrics(std::shared_ptr<prometheus::Registry> registry)
+ScalerMetrics::ScalerMetrics(std::shared_ptr<prometheus::Registry> registry,
+                             std::set<std::string, std::less<>> cost_centers)
     : registry_(std::move(registry)),
+      cost_centers_(std::move(cost_centers)),
       requests_(prometheus::BuildCounter()
                     .Name("gpuvpa_scaler_requests_total")
                     .Help("ExternalScaler RPCs by method and gRPC status code")
@@ -49,7 +51,9 @@ void ScalerMetrics::SourceRead(double seconds) { source_read_seconds_.Observe(se
 void ScalerMetrics::CacheHit() { cache_hits_.Increment(); }
 void ScalerMetrics::SetActiveScaledObjects(double n) { active_scaled_objects_.Set(n); }
 void ScalerMetrics::MeteredGpuSeconds(const std::string& cost_center, double gpu_seconds) {
-  metered_gpu_seconds_.Add({{"cost_center", cost_center}}).Increment(gpu_seconds);
+  // Label values come only from the configured set: a caller cannot mint series.
+  const std::string& label = cost_centers_.contains(cost_center) ? cost_center : kUnallocatedLabel;
+  metered_gpu_seconds_.Add({{"cost_center", label}}).Increment(gpu_seconds);
 }
 
 }  // namespace gpuvpa::scaler

@@ -1,5 +1,6 @@
 // gpuvpa-scaler's own Prometheus metrics (prometheus-cpp), declared once here. Label sets are
-// bounded: RPC method and status code, cost center; never a pod, queue item or request id.
+// bounded: RPC method and status code, configured cost centers; never a pod, queue item or
+// request id.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -11,13 +12,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 namespace gpuvpa::scaler {
 
 class ScalerMetrics {
  public:
-  explicit ScalerMetrics(std::shared_ptr<prometheus::Registry> registry);
+  // `cost_centers`: the label values metered GPU-seconds may carry; any other cost center is
+  // counted under "unallocated" (the ledger keeps the real one).
+  explicit ScalerMetrics(std::shared_ptr<prometheus::Registry> registry,
+                         std::set<std::string, std::less<>> cost_centers = {});
 
   void Request(const std::string& method, const std::string& code);
   void SourceRead(double seconds);
@@ -28,7 +33,9 @@ class ScalerMetrics {
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
  private:
+  inline static const std::string kUnallocatedLabel = "unallocated";
   std::shared_ptr<prometheus::Registry> registry_;
+  const std::set<std::string, std::less<>> cost_centers_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Histogram& source_read_seconds_;
   prometheus::Counter& cache_hits_;

@@ -27,6 +27,8 @@ Result<RunningServer> StartServer(const ServerOptions& options,
   } else if (!options.client_ca_file.empty()) {
     return InvalidArgumentError("a client CA (mTLS) needs a server certificate and key");
   }
+  // grpc.health.v1.Health: "" and every registered service SERVING until shutdown.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.listen_address, credentials, &port);

@@ -1,5 +1,6 @@
 // Builds and starts gpuvpa-scaler's gRPC server: plaintext, TLS (certificate and key files) or
-// mTLS (plus a client CA: clients without a certificate it signed are refused).
+// mTLS (plus a client CA: clients without a certificate it signed are refused), with the
+// standard gRPC health service (grpc.health.v1.Health) for probes.
 #pragma once
 
 #include <grpcpp/grpcpp.h>

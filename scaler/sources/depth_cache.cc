@@ -1,50 +1,81 @@
 // Coalescing depth cache.
 #include "scaler/sources/depth_cache.h"
 
+#include <future>
+
 namespace gpuvpa::scaler {
 
 DepthCache::DepthCache(std::chrono::milliseconds ttl, Clock clock)
     : ttl_(ttl), clock_(std::move(clock)) {}
 
-Result<double> DepthCache::Get(const std::string& key,
-                               const std::function<Result<double>()>& read) {
+void DepthCache::Get(const std::string& key, Done done, const Start& start) {
   std::unique_lock<std::mutex> lock(mu_);
-  std::unique_ptr<Entry>& slot = entries_[key];
-  if (!slot) slot = std::make_unique<Entry>();
-  Entry& e = *slot;
-  for (;;) {
-    if (e.has_value && clock_() - e.read_at < ttl_) {
-      ++hits_;
-      return e.value;
-    }
-    if (!e.in_flight) break;
-    // Someone is reading: wait for that read and share its answer, value or error.
-    const uint64_t generation = e.generation;
-    e.done.wait(lock, [&] { return e.generation != generation; });
-    if (!e.last_error.ok()) return e.last_error;
-    if (e.has_value) {
-      ++hits_;
-      return e.value;
-    }
+  Entry& e = entries_[key];
+  const auto now = clock_();
+  e.used_at = now;
+  if (e.has_value && now - e.read_at < ttl_) {
+    ++hits_;
+    const double value = e.value;
+    lock.unlock();
+    done(value);
+    return;
+  }
+  e.waiters.push_back(std::move(done));
+  if (e.in_flight) {
+    ++hits_;  // shares the read in flight
+    return;
   }
   e.in_flight = true;
   ++reads_;
   lock.unlock();
-  Result<double> depth = read();
-  lock.lock();
-  e.in_flight = false;
-  ++e.generation;
-  if (depth.ok()) {
-    e.has_value = true;
-    e.value = *depth;
-    e.read_at = clock_();
-    e.last_error = OkStatus();
-  } else {
-    e.has_value = false;  // never serve a stale value across an outage
-    e.last_error = depth.status();
+  start([this, key](Result<double> depth) { Complete(key, depth); });
+}
+
+void DepthCache::Complete(const std::string& key, const Result<double>& depth) {
+  std::vector<Done> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = entries_[key];
+    e.in_flight = false;
+    if (depth.ok()) {
+      e.has_value = true;
+      e.value = *depth;
+      e.read_at = clock_();
+    } else {
+      e.has_value = false;  // never serve a stale value across an outage
+    }
+    waiters.swap(e.waiters);
   }
-  e.done.notify_all();
-  return depth;
+  for (const Done& w : waiters) w(depth);
+}
+
+Result<double> DepthCache::GetBlocking(const std::string& key,
+                                       const std::function<Result<double>()>& read) {
+  auto answer = std::make_shared<std::promise<Result<double>>>();
+  std::future<Result<double>> future = answer->get_future();
+  Get(
+      key, [answer](const Result<double>& depth) { answer->set_value(depth); },
+      [&read](std::function<void(Result<double>)> complete) { complete(read()); });
+  return future.get();
+}
+
+size_t DepthCache::EvictIdle(std::chrono::milliseconds idle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = clock_();
+  return std::erase_if(entries_, [&](const auto& kv) {
+    return !kv.second.in_flight && now - kv.second.used_at > idle;
+  });
+}
+
+void DepthCache::Erase(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = entries_.find(key); it != entries_.end() && !it->second.in_flight)
+    entries_.erase(it);
+}
+
+size_t DepthCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
 }
 
 uint64_t DepthCache::hits() const {

@@ -1,16 +1,18 @@
-// Reads of queue depth, cached per source for a short TTL and coalesced: any number of
-// concurrent callers for the same queue cause one backend read per TTL. Errors are shared
-// with the callers waiting on that read but never cached, so the next call after a backend
-// returns reads again.
+// Reads of queue depth, cached per queue for a short TTL and coalesced: any number of concurrent
+// callers for the same queue cause one backend read per TTL. The read is started by the first
+// caller and completes on the backend's own thread; every caller gets its answer through a
+// callback, so no caller's thread ever waits on a backend. Errors reach the callers of that
+// read but are never cached, so the next call after a backend returns reads again. Entries not
+// asked for in a while are evicted (EvictIdle).
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "core/base/status.h"
 
@@ -19,12 +21,23 @@ namespace gpuvpa::scaler {
 class DepthCache {
  public:
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  using Done = std::function<void(const Result<double>&)>;
+  // Starts a read; must call `complete` exactly once, on any thread, at any later time.
+  using Start = std::function<void(std::function<void(Result<double>)> complete)>;
+
   explicit DepthCache(std::chrono::milliseconds ttl, Clock clock = std::chrono::steady_clock::now);
 
-  // The depth of `key`: cached if read less than a TTL ago, else read with `read` by exactly
-  // one of the concurrent callers while the others wait for its answer.
-  Result<double> Get(const std::string& key, const std::function<Result<double>()>& read);
+  // Calls `done` with the cached depth at once, or when the read in flight (or the one started
+  // here with `start`) completes. `done` runs outside the cache's lock.
+  void Get(const std::string& key, Done done, const Start& start);
+  // Blocking convenience for callers that may wait (tests, tools).
+  Result<double> GetBlocking(const std::string& key, const std::function<Result<double>()>& read);
 
+  // Drops entries with no read in flight and not asked for in `idle`; returns how many.
+  size_t EvictIdle(std::chrono::milliseconds idle);
+  // Drops `key` unless a read is in flight.
+  void Erase(const std::string& key);
+  size_t size() const;
   uint64_t hits() const;
   uint64_t reads() const;
 
@@ -34,15 +47,15 @@ class DepthCache {
     bool has_value = false;
     double value = 0;
     std::chrono::steady_clock::time_point read_at;
-    uint64_t generation = 0;  // bumped when a read completes
-    Status last_error;        // of the latest completed read, for its waiters
-    std::condition_variable done;
+    std::chrono::steady_clock::time_point used_at;
+    std::vector<Done> waiters;
   };
+  void Complete(const std::string& key, const Result<double>& depth);
 
   const std::chrono::milliseconds ttl_;
   const Clock clock_;
   mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Entry>, std::less<>> entries_;
+  std::unordered_map<std::string, Entry> entries_;
   uint64_t hits_ = 0;
   uint64_t reads_ = 0;
 };

@@ -4,30 +4,47 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "core/net/http_client.h"
-
 namespace gpuvpa::scaler {
 
-Result<double> PrometheusQueueSource::ReadDepth() {
-  std::string base = config_.server_address;
-  while (!base.empty() && base.back() == '/') base.pop_back();
+PrometheusBackend::PrometheusBackend(std::string address, std::shared_ptr<HttpClient> client,
+                                     int workers, size_t max_pending)
+    : address_(std::move(address)),
+      client_(std::move(client)),
+      bulkhead_(std::make_unique<Bulkhead>("prometheus " + address_, workers, max_pending)) {}
+
+Result<std::unique_ptr<PrometheusBackend>> PrometheusBackend::Create(
+    const PrometheusBackendConfig& config, size_t max_pending) {
+  HttpClientOptions http = config.http;
+  http.max_idle_connections = static_cast<size_t>(config.max_concurrent_reads);
+  http.max_response_bytes = 4u << 20;  // one aggregated sample; anything near this is wrong
+  Result<std::shared_ptr<HttpClient>> client = HttpClient::Create(std::move(http));
+  if (!client.ok()) return client.status();
+  return std::unique_ptr<PrometheusBackend>(new PrometheusBackend(
+      config.server_address, std::move(client).value(), config.max_concurrent_reads, max_pending));
+}
+
+Result<double> PrometheusQueueSource::ReadDepth(int, Deadline deadline) {
   Result<HttpResponse> http =
-      HttpGet(base + "/api/v1/query?query=" + UrlEncode(config_.query), timeout_);
+      backend_.client().Get("/api/v1/query?query=" + UrlEncode(config_.query), deadline);
   if (!http.ok()) return Status(StatusCode::kUnavailable, http.status().message());
   const std::string where = Describe();
   nlohmann::json doc = nlohmann::json::parse(http->body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object())
     return UnavailableError(where + ": HTTP " + std::to_string(http->status) +
                             " with a body that is not JSON");
-  if (doc.value("status", "") != "success")
+  if (doc.value("status", "") != "success" || !doc["data"].is_object()) {
+    const nlohmann::json& error = doc["error"];
     return FailedPreconditionError(
-        where + ": query failed: " + doc.value("error", "HTTP " + std::to_string(http->status)));
+        where + ": query failed: " +
+        (error.is_string() ? error.get<std::string>() : "HTTP " + std::to_string(http->status)));
+  }
   const nlohmann::json& data = doc["data"];
-  const std::string type = data.value("resultType", "");
+  const nlohmann::json& type_field = data["resultType"];
+  const std::string type = type_field.is_string() ? type_field.get<std::string>() : "";
   nlohmann::json value;
   if (type == "scalar") {
     value = data["result"];
-  } else if (type == "vector") {
+  } else if (type == "vector" && data["result"].is_array()) {
     const nlohmann::json& result = data["result"];
     if (result.empty()) {
       if (config_.ignore_null_values) return 0.0;
@@ -38,7 +55,7 @@ Result<double> PrometheusQueueSource::ReadDepth() {
       return FailedPreconditionError(where + ": the query returned " +
                                      std::to_string(result.size()) +
                                      " series; aggregate it to one (e.g. sum(...))");
-    value = result[0]["value"];
+    if (result[0].is_object()) value = result[0]["value"];
   } else {
     return FailedPreconditionError(where + ": result type \"" + type +
                                    "\" is neither vector nor scalar");
@@ -48,7 +65,7 @@ Result<double> PrometheusQueueSource::ReadDepth() {
   const std::string text = value[1].get<std::string>();
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !std::isfinite(v) || v < 0)
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < 0)
     return FailedPreconditionError(where + ": value \"" + text + "\" is not a queue depth");
   return v;
 }

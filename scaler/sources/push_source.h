@@ -19,10 +19,15 @@ class PushDepthRegistry {
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
   // A queue with no report for longer than `staleness` reads as UNAVAILABLE: its producer may
   // be gone, and a silent queue must not read as empty.
-  explicit PushDepthRegistry(std::chrono::milliseconds staleness,
+  // At most `max_queues` queues are remembered; a report for a new queue beyond that is
+  // refused (INVALID_ARGUMENT naming the bound) until idle queues are evicted.
+  explicit PushDepthRegistry(std::chrono::milliseconds staleness, size_t max_queues = 10000,
                              Clock clock = std::chrono::steady_clock::now);
 
   Status Report(const std::string& queue, double depth);
+  // Forgets queues with no report for `idle`; returns how many.
+  size_t EvictIdle(std::chrono::milliseconds idle);
+  size_t size() const;
   Result<double> Latest(const std::string& queue) const;
   // Called (outside the registry's lock) after every report, with the queue and its depth.
   void Subscribe(std::function<void(const std::string&, double)> listener);
@@ -33,6 +38,7 @@ class PushDepthRegistry {
     std::chrono::steady_clock::time_point at;
   };
   const std::chrono::milliseconds staleness_;
+  const size_t max_queues_;
   const Clock clock_;
   mutable std::mutex mu_;
   std::map<std::string, Sample, std::less<>> latest_;
@@ -43,7 +49,7 @@ class PushQueueSource final : public QueueDepthSource {
  public:
   PushQueueSource(const PushDepthRegistry& registry, std::string queue)
       : registry_(registry), queue_(std::move(queue)) {}
-  Result<double> ReadDepth() override { return registry_.Latest(queue_); }
+  Result<double> ReadDepth(int, Deadline) override { return registry_.Latest(queue_); }
   std::string Describe() const override { return "push " + queue_; }
 
  private:

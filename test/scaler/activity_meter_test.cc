@@ -2,6 +2,9 @@
 #include "scaler/service/activity_meter.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <sstream>
 
@@ -10,6 +13,12 @@
 
 namespace gpuvpa::scaler {
 namespace {
+
+ActivityMeterOptions FlushEvery(std::chrono::seconds interval) {
+  ActivityMeterOptions o;
+  o.flush_interval = interval;
+  return o;
+}
 
 class ActivityMeterTest : public ::testing::Test {
  protected:
@@ -24,6 +33,13 @@ class ActivityMeterTest : public ::testing::Test {
                                                             {"gpuPerReplica", "2"}});
     ASSERT_TRUE(c.ok()) << c.status().message();
     config_ = *c;
+    // The meter logs through spdlog: capture it.
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_)));
+  }
+  void TearDown() override {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "default", std::make_shared<spdlog::sinks::stderr_sink_mt>()));
   }
   testing::ScopedTempDir tmp_;
   PriceBook prices_;
@@ -34,7 +50,7 @@ class ActivityMeterTest : public ::testing::Test {
 };
 
 TEST_F(ActivityMeterTest, MetersHeldReplicaEstimatesAndWritesAPricedRowOnScaleToZero) {
-  ActivityMeter meter({}, ledger_.get(), prices_, log_, [&] { return now_; });
+  ActivityMeter meter({}, ledger_.get(), prices_, [&] { return now_; });
   meter.OnDepth(config_, 0);  // t = 0: idle
   now_ += 10;
   meter.OnDepth(config_, 11);  // 3 replicas from t = 10
@@ -54,8 +70,8 @@ TEST_F(ActivityMeterTest, MetersHeldReplicaEstimatesAndWritesAPricedRowOnScaleTo
 }
 
 TEST_F(ActivityMeterTest, WorkedExampleTwoHoursADayForAMonth) {
-  ActivityMeter meter({std::chrono::seconds(86400 * 31), std::chrono::seconds(300), ""},
-                      ledger_.get(), prices_, log_, [&] { return now_; });
+  ActivityMeter meter(FlushEvery(std::chrono::seconds(86400 * 31)), ledger_.get(), prices_,
+                      [&] { return now_; });
   config_.gpu_per_replica = 1;
   for (int day = 0; day < 30; ++day) {
     meter.OnDepth(config_, 1);  // busy: one replica
@@ -76,7 +92,7 @@ TEST_F(ActivityMeterTest, WorkedExampleTwoHoursADayForAMonth) {
 
 TEST_F(ActivityMeterTest, WithoutAPriceGpuTimeIsCountedButNothingIsChargedAtZero) {
   config_.gpu_model.clear();
-  ActivityMeter meter({}, ledger_.get(), prices_, log_, [&] { return now_; });
+  ActivityMeter meter({}, ledger_.get(), prices_, [&] { return now_; });
   meter.OnDepth(config_, 5);
   now_ += 60;
   meter.OnDepth(config_, 0);
@@ -86,8 +102,8 @@ TEST_F(ActivityMeterTest, WithoutAPriceGpuTimeIsCountedButNothingIsChargedAtZero
 }
 
 TEST_F(ActivityMeterTest, SilenceIsNotChargedBeyondTheHoldLimit) {
-  ActivityMeter meter({std::chrono::seconds(3600), std::chrono::seconds(300), ""}, nullptr, prices_,
-                      log_, [&] { return now_; });
+  ActivityMeter meter(FlushEvery(std::chrono::seconds(3600)), nullptr, prices_,
+                      [&] { return now_; });
   meter.OnDepth(config_, 5);  // one replica, two GPUs
   now_ += 7200;               // no reads for two hours
   meter.OnDepth(config_, 5);

@@ -22,54 +22,35 @@
 #include "scaler/service/scaler_core.h"
 #include "scaler/service/server.h"
 #include "test/support/redis_server.h"
+#include "test/support/scaler_harness.h"
 #include "test/support/temp_dir.h"
+#include "test/support/test_certs.h"
 
 namespace gpuvpa::scaler {
 namespace {
 
 using std::chrono::milliseconds;
 
-ScalerCoreOptions CoreOptions(milliseconds ttl) {
-  ScalerCoreOptions o;
-  o.cache_ttl = ttl;
-  return o;
-}
-
-// The scaler's services on 127.0.0.1 (ephemeral port) with the given transport security.
-class ScalerHarness {
- public:
-  explicit ScalerHarness(ServerOptions options, milliseconds ttl = milliseconds(200),
-                         ScalerMetrics* metrics = nullptr, DepthObserver* observer = nullptr)
-      : push_(milliseconds(60000)),
-        core_(CoreOptions(ttl), push_, metrics),
-        hub_(core_, push_, milliseconds(50)),
-        scaler_(core_, hub_, observer, metrics),
-        push_service_(push_) {
-    Result<RunningServer> s = StartServer(options, {&scaler_, &push_service_});
-    EXPECT_TRUE(s.ok()) << s.status().message();
-    if (s.ok()) running_ = std::move(s).value();
-  }
-  ~ScalerHarness() {
-    if (running_.server)
-      running_.server->Shutdown(std::chrono::system_clock::now() + milliseconds(500));
-  }
-  std::string target() const { return "127.0.0.1:" + std::to_string(running_.port); }
-
- private:
-  PushDepthRegistry push_;
-  ScalerCore core_;
-  ActivityHub hub_;
-  ExternalScalerService scaler_;
-  QueueDepthPushService push_service_;
-  RunningServer running_;
-};
+using testing::ScalerHarness;
+using testing::ScalerHarnessOptions;
 
 class ExternalScalerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string error;
     ASSERT_TRUE(redis_.Start(&error)) << error;
-    harness_ = std::make_unique<ScalerHarness>(ServerOptions{});
+    Restart(milliseconds(200));
+  }
+  // A fresh scaler whose config lists the test's Redis.
+  void Restart(milliseconds ttl, ScalerMetrics* metrics = nullptr,
+               DepthObserver* observer = nullptr) {
+    harness_.reset();
+    ScalerHarnessOptions o;
+    o.cache_ttl = ttl;
+    o.config = testing::RedisOnlyConfig({redis_.port()});
+    o.metrics = metrics;
+    o.observer = observer;
+    harness_ = std::make_unique<ScalerHarness>(std::move(o));
     channel_ = grpc::CreateChannel(harness_->target(), grpc::InsecureChannelCredentials());
     stub_ = externalscaler::ExternalScaler::NewStub(channel_);
   }
@@ -183,9 +164,7 @@ TEST_F(ExternalScalerTest, RedisDownIsUnavailableNeverInactiveAndRecovers) {
 }
 
 TEST_F(ExternalScalerTest, TwoHundredConcurrentCallersCauseOneRedisReadPerTtl) {
-  harness_ = std::make_unique<ScalerHarness>(ServerOptions{}, milliseconds(3000));
-  channel_ = grpc::CreateChannel(harness_->target(), grpc::InsecureChannelCredentials());
-  stub_ = externalscaler::ExternalScaler::NewStub(channel_);
+  Restart(milliseconds(3000));
   const auto ref = Ref({{"listName", "jobs"}});
   redis_.Command({"RPUSH", "jobs", "x"});
   const long before = redis_.CommandCalls("llen");
@@ -256,15 +235,12 @@ std::string HttpGet(int port, const std::string& path) {
 
 TEST_F(ExternalScalerTest, MetricsEndpointCountsRequestsReadsAndMeteredGpuTime) {
   auto registry = std::make_shared<prometheus::Registry>();
-  ScalerMetrics metrics(registry);
+  ScalerMetrics metrics(registry, {"search"});
   prometheus::Exposer exposer("127.0.0.1:0");
   exposer.RegisterCollectable(registry);
   PriceBook prices;
-  std::ostringstream log;
-  ActivityMeter meter({}, nullptr, prices, log, ActivityMeter::DefaultClock(), &metrics);
-  harness_ = std::make_unique<ScalerHarness>(ServerOptions{}, milliseconds(5000), &metrics, &meter);
-  channel_ = grpc::CreateChannel(harness_->target(), grpc::InsecureChannelCredentials());
-  stub_ = externalscaler::ExternalScaler::NewStub(channel_);
+  ActivityMeter meter({}, nullptr, prices, ActivityMeter::DefaultClock(), &metrics);
+  Restart(milliseconds(5000), &metrics, &meter);
   redis_.Command({"RPUSH", "jobs", "x"});
   bool active = false;
   const auto ref = Ref({{"listName", "jobs"}, {"costCenter", "search"}});
@@ -285,6 +261,19 @@ TEST_F(ExternalScalerTest, MetricsEndpointCountsRequestsReadsAndMeteredGpuTime) 
   EXPECT_NE(text.find("gpuvpa_scaler_active_scaled_objects 1"), std::string::npos);
   EXPECT_NE(text.find("gpuvpa_scaler_metered_gpu_seconds_total{cost_center=\"search\"}"),
             std::string::npos);
+  // A cost center outside the configured set never becomes a label value of its own.
+  const auto other = Ref({{"listName", "jobs"}, {"costCenter", std::string(300, 'x')}});
+  EXPECT_EQ(IsActive(other, &active).error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << "longer than 253 bytes";
+  const auto stranger = Ref({{"listName", "jobs2"}, {"costCenter", "team-not-configured"}});
+  redis_.Command({"RPUSH", "jobs2", "x"});
+  ASSERT_TRUE(IsActive(stranger, &active).ok());
+  ASSERT_TRUE(IsActive(stranger, &active).ok());
+  const std::string after = HttpGet(exposer.GetListeningPorts().at(0), "/metrics");
+  EXPECT_EQ(after.find("team-not-configured"), std::string::npos);
+  EXPECT_NE(after.find("gpuvpa_scaler_metered_gpu_seconds_total{cost_center=\"unallocated\"}"),
+            std::string::npos)
+      << after;
 }
 
 // Certificates made by openssl for this test: a CA, a server certificate for 127.0.0.1 and a
@@ -292,17 +281,8 @@ TEST_F(ExternalScalerTest, MetricsEndpointCountsRequestsReadsAndMeteredGpuTime) 
 class MtlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::ofstream(tmp_.Path("make-certs.sh")) << R"(set -e
-openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=gpuvpa-test-ca
-for who in server client; do
-  openssl req -newkey rsa:2048 -nodes -keyout $who.key -out $who.csr -subj /CN=$who
-  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > $who.ext
-  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 1 -extfile $who.ext
-done
-)";
-    const std::string cmd =
-        "cd '" + tmp_.dir().string() + "' && bash make-certs.sh >openssl.log 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed: " << Read("openssl.log");
+    std::string error;
+    ASSERT_TRUE(testing::MakeTestCertificates(tmp_.dir().string(), &error)) << error;
   }
   std::string Read(const std::string& name) {
     std::ifstream in(tmp_.Path(name));
@@ -316,7 +296,8 @@ done
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
     externalscaler::ScaledObjectRef ref;
-    (*ref.mutable_scalermetadata())["listName"] = "jobs";
+    (*ref.mutable_scalermetadata())["source"] = "push";
+    (*ref.mutable_scalermetadata())["queueName"] = "jobs";
     externalscaler::GetMetricSpecResponse spec;
     return stub->GetMetricSpec(&ctx, ref, &spec);
   }
@@ -328,7 +309,9 @@ TEST_F(MtlsTest, ClientWithoutCertificateIsRefusedAndWithOneItWorks) {
   options.tls_cert_file = tmp_.Path("server.pem");
   options.tls_key_file = tmp_.Path("server.key");
   options.client_ca_file = tmp_.Path("ca.pem");
-  ScalerHarness harness(options);
+  ScalerHarnessOptions o;
+  o.server = options;
+  ScalerHarness harness(std::move(o));
   grpc::SslCredentialsOptions no_cert;
   no_cert.pem_root_certs = Read("ca.pem");
   grpc::Status refused = CallGetMetricSpec(harness.target(), grpc::SslCredentials(no_cert));
@@ -347,7 +330,9 @@ TEST_F(MtlsTest, TlsWithoutClientCaAcceptsAnyTlsClient) {
   ServerOptions options;
   options.tls_cert_file = tmp_.Path("server.pem");
   options.tls_key_file = tmp_.Path("server.key");
-  ScalerHarness harness(options);
+  ScalerHarnessOptions o;
+  o.server = options;
+  ScalerHarness harness(std::move(o));
   grpc::SslCredentialsOptions tls;
   tls.pem_root_certs = Read("ca.pem");
   EXPECT_TRUE(CallGetMetricSpec(harness.target(), grpc::SslCredentials(tls)).ok());

@@ -43,11 +43,17 @@ class PrometheusSourceTest : public ::testing::Test {
 
   static Result<double> Query(const std::string& query, bool ignore_null = true,
                               const std::string& address = "") {
+    PrometheusBackendConfig b;
+    b.server_address = address.empty() ? server_->url() : address;
+    b.http.base_url = b.server_address;
+    Result<std::unique_ptr<PrometheusBackend>> backend = PrometheusBackend::Create(b, 16);
+    if (!backend.ok()) return backend.status();
     PrometheusSourceConfig c;
-    c.server_address = address.empty() ? server_->url() : address;
+    c.server_address = b.server_address;
     c.query = query;
     c.ignore_null_values = ignore_null;
-    return PrometheusQueueSource(c, milliseconds(2000)).ReadDepth();
+    return PrometheusQueueSource(**backend, c)
+        .ReadDepth(0, std::chrono::steady_clock::now() + milliseconds(2000));
   }
 
   static testing::ScopedTempDir* dir_;

@@ -78,11 +78,35 @@ TEST(ScaledObjectConfigTest, BadMetadataIsInvalidArgumentNamingTheKey) {
                  {"activationThreshold", "-3"}},
                 "activationThreshold");
   ExpectInvalid({{"listName", "jobs"}, {"gpuPerReplica", "0"}}, "gpuPerReplica");
-  ExpectInvalid({{"source", "prometheus"},
-                 {"serverAddress", "https://p"},
-                 {"query", "q"},
-                 {"threshold", "1"}},
-                "serverAddress");
+  ExpectInvalid(
+      {{"source", "prometheus"}, {"serverAddress", "ftp://p"}, {"query", "q"}, {"threshold", "1"}},
+      "serverAddress");
+  ExpectInvalid({{"listName", "jobs"}, {"costCenter", std::string(1 << 20, 'c')}}, "costCenter");
+  ExpectInvalid({{"listName", "jobs"}, {"address", "a:1"}, {"addressFromEnv", "b:2"}},
+                "addressFromEnv");
+}
+
+// KEDA resolves `<key>FromEnv` from the workload's environment and forwards the value under the
+// same key name (pkg/scalers/external_scaler.go): each such key counts as its plain key.
+TEST(ScaledObjectConfigTest, FromEnvKeysAsKedaForwardsThem) {
+  Result<ScaledObjectConfig> c = Parse({{"addressFromEnv", "redis.queues:6380"},
+                                        {"listNameFromEnv", "jobs"},
+                                        {"listLengthFromEnv", "7"},
+                                        {"costCenterFromEnv", "search"}});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->redis.host, "redis.queues");
+  EXPECT_EQ(c->redis.port, 6380);
+  EXPECT_EQ(c->redis.key, "jobs");
+  EXPECT_EQ(c->target, 7);
+  EXPECT_EQ(c->cost_center, "search");
+}
+
+// HPA metric names are path segments: KEDA's Redis scaler rewrites `/ . : %` to `-`.
+TEST(ScaledObjectConfigTest, MetricNamesAreValidPathSegments) {
+  Result<ScaledObjectConfig> c = Parse({{"listName", "jobs/high.prio:v1%x"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->metric_name, "redis-list-jobs-high-prio-v1-x");
+  EXPECT_EQ(c->redis.key, "jobs/high.prio:v1%x") << "the queue itself keeps its name";
 }
 
 TEST(ScaledObjectConfigTest, ActivationIsStrictAndReplicasFollowTheHpaRule) {

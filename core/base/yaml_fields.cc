@@ -1,0 +1,55 @@
+// YAML field reads.
+#include "core/base/yaml_fields.h"
+
+#include <charconv>
+
+namespace gpuvpa {
+
+Status YamlField::Error(std::string_view why) const {
+  return InvalidArgumentError(std::string(doc) + " " + where + ": " + std::string(why));
+}
+
+Status YamlField::CheckKeys(const YAML::Node& node,
+                            std::initializer_list<std::string_view> known) const {
+  if (!node.IsMap()) return Error("expected a mapping");
+  for (const auto& kv : node) {
+    const auto key = kv.first.as<std::string>();
+    bool ok = false;
+    for (std::string_view k : known) ok = ok || k == key;
+    if (!ok) return Error("unknown key \"" + key + "\"");
+  }
+  return OkStatus();
+}
+
+Result<std::string> YamlField::String(const YAML::Node& node) const {
+  if (!node.IsScalar()) return Error("expected a string");
+  return node.as<std::string>();
+}
+
+Result<long long> YamlField::Integer(const YAML::Node& node, long long min, long long max) const {
+  if (!node.IsScalar()) return Error("expected an integer");
+  const std::string text = node.as<std::string>();
+  long long v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || v < min || v > max)
+    return Error("\"" + text + "\" is not an integer in " + std::to_string(min) + ".." +
+                 std::to_string(max));
+  return v;
+}
+
+Result<bool> YamlField::Bool(const YAML::Node& node) const {
+  const std::string text = node.IsScalar() ? node.as<std::string>() : "";
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return Error("\"" + text + "\" is not true or false");
+}
+
+YamlField YamlField::operator[](std::string_view child) const {
+  return {doc, where.empty() ? std::string(child) : where + "." + std::string(child)};
+}
+
+YamlField YamlField::operator[](size_t index) const {
+  return {doc, where + "[" + std::to_string(index) + "]"};
+}
+
+}  // namespace gpuvpa

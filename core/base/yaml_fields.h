@@ -1,0 +1,30 @@
+// Typed reads of YAML configuration fields, shared by every config loader. Errors name the file
+// kind (`doc`, e.g. "config" or "scaler config"), the field's path and the offending value, and
+// unknown keys are errors, so a typo never silently falls back to a default.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "core/base/status.h"
+
+namespace gpuvpa {
+
+struct YamlField {
+  std::string_view doc;  // "config", "scaler config"
+  std::string where;     // "prometheus[0].ca_file"
+
+  Status Error(std::string_view why) const;
+  // `node` is a mapping whose keys are all in `known`.
+  Status CheckKeys(const YAML::Node& node, std::initializer_list<std::string_view> known) const;
+  Result<std::string> String(const YAML::Node& node) const;
+  Result<long long> Integer(const YAML::Node& node, long long min, long long max) const;
+  Result<bool> Bool(const YAML::Node& node) const;
+  YamlField operator[](std::string_view child) const;  // "where.child"
+  YamlField operator[](size_t index) const;            // "where[index]"
+};
+
+}  // namespace gpuvpa

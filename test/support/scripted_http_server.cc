@@ -1,0 +1,146 @@
+// Scripted HTTP server: one thread per connection, all stopped and joined on destruction.
+#include "test/support/scripted_http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+
+namespace gpuvpa::testing {
+namespace {
+
+bool SendAll(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+ScriptedHttpServer::ScriptedHttpServer(HttpBehaviour behaviour, std::string body, bool ipv6)
+    : behaviour_(behaviour), body_(std::move(body)), ipv6_(ipv6) {
+  listen_fd_ = ::socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (ipv6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin6_port);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  ::listen(listen_fd_, 64);
+  acceptor_ = std::thread([this] {
+    while (!stopping_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const int fd = ::accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) continue;
+      ++connections_;
+      std::lock_guard<std::mutex> lock(mu_);
+      open_fds_.push_back(fd);
+      threads_.emplace_back([this, fd] { Serve(fd); });
+    }
+  });
+}
+
+ScriptedHttpServer::~ScriptedHttpServer() {
+  stopping_ = true;
+  acceptor_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);
+  }
+  for (std::thread& t : threads_) t.join();
+  for (int fd : open_fds_) ::close(fd);
+  ::close(listen_fd_);
+}
+
+std::string ScriptedHttpServer::url() const {
+  return (ipv6_ ? "http://[::1]:" : "http://127.0.0.1:") + std::to_string(port_);
+}
+
+std::vector<std::string> ScriptedHttpServer::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
+void ScriptedHttpServer::Serve(int fd) {
+  std::string pending;
+  char buf[4096];
+  while (!stopping_) {
+    // Read one request head (bodies are not expected by these tests).
+    size_t end;
+    while ((end = pending.find("\r\n\r\n")) == std::string::npos) {
+      pollfd p{fd, POLLIN, 0};
+      if (stopping_) return;
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      pending.append(buf, static_cast<size_t>(n));
+    }
+    const std::string head = pending.substr(0, end + 4);
+    pending.erase(0, end + 4);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      requests_.push_back(head);
+    }
+    switch (behaviour_.load()) {
+      case HttpBehaviour::kOk:
+      case HttpBehaviour::kOkThenClose:
+        if (!SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                             std::to_string(body_.size()) + "\r\n\r\n" + body_))
+          return;
+        if (behaviour_ == HttpBehaviour::kOkThenClose) {
+          ::shutdown(fd, SHUT_RDWR);
+          return;
+        }
+        continue;
+      case HttpBehaviour::kWrappedChunk:
+        SendAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFEC\r\nab");
+        break;
+      case HttpBehaviour::kEndlessBody: {
+        if (!SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 999999999999\r\n\r\n")) return;
+        const std::string block(64 * 1024, 'x');
+        while (!stopping_ && SendAll(fd, block)) {
+        }
+        return;
+      }
+      case HttpBehaviour::kSlowloris: {
+        const std::string line = "HTTP/1.1 200 OK\r\nX-Slow: ";
+        for (size_t i = 0; !stopping_; ++i) {
+          if (!SendAll(fd, std::string(1, i < line.size() ? line[i] : 'z'))) return;
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return;
+      }
+      case HttpBehaviour::kSilent:
+        break;
+    }
+    // Hold the connection open, saying nothing more, until the client leaves or we stop.
+    while (!stopping_) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0 && ::recv(fd, buf, sizeof buf, 0) <= 0) return;
+    }
+    return;
+  }
+}
+
+}  // namespace gpuvpa::testing
