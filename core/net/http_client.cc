@@ -307,14 +307,23 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     parser_->body_limit(client_->options.max_response_bytes);
     parser_->header_limit(kMaxHeaderBytes);
     conn_->tcp().expires_at(deadline_);
+    ReadSome();
+  }
+
+  // One read at a time, with the deadline checked between reads as well as by the stream's
+  // expiry: a peer that always has more bytes ready keeps the socket readable and could
+  // otherwise hold the exchange in a tight loop of immediate completions.
+  void ReadSome() {
     auto done = [self = shared_from_this()](const ErrorCode& ec, size_t) {
       if (ec) return self->RetryOrFail("read", ec);
-      self->Done();
+      if (self->parser_->is_done()) return self->Done();
+      if (SteadyClock::now() >= self->deadline_) return self->Fail("read", beast::error::timeout);
+      self->ReadSome();
     };
     if (tls())
-      http::async_read(conn_->stream, buffer_, *parser_, std::move(done));
+      http::async_read_some(conn_->stream, buffer_, *parser_, std::move(done));
     else
-      http::async_read(conn_->tcp(), buffer_, *parser_, std::move(done));
+      http::async_read_some(conn_->tcp(), buffer_, *parser_, std::move(done));
   }
 
   void RetryOrFail(std::string_view step, const ErrorCode& ec) {

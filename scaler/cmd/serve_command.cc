@@ -157,6 +157,7 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   if (meter.spooled_rows() > 0)
     spdlog::warn("{} metered rows are in the spool {}; they go to the ledger at the next start",
                  meter.spooled_rows(), spool_path);
+  spdlog::info("stopped");
   return kExitOk;
 }
 

@@ -108,6 +108,8 @@ Result<ResolvedScaledObject> ScalerCore::Resolve(std::string_view name,
   Result<std::shared_ptr<QueueDepthSource>> source = MakeSource(*config, metadata);
   if (!source.ok()) return source.status();
   std::lock_guard<std::mutex> lock(mu_);
+  // Make room first: an evicted ScaledObject may free the queue the cap below needs.
+  EvictOldestIfFull(resolved_, options_.limits.max_scaled_objects);
   auto [queue, fresh] = queues_.try_emplace((*source)->Describe());
   if (fresh) {
     queue->second.source = std::move(source).value();
@@ -121,7 +123,6 @@ Result<ResolvedScaledObject> ScalerCore::Resolve(std::string_view name,
         }
     }
   }
-  EvictOldestIfFull(resolved_, options_.limits.max_scaled_objects);
   ResolvedScaledObject so{config, queue->second.source};
   resolved_[key] = {so, now};
   return so;

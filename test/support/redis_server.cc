@@ -33,10 +33,22 @@ RedisServer::~RedisServer() { Kill(); }
 
 bool RedisServer::Start(std::string* error) {
   const std::string port = std::to_string(port_);
-  std::vector<std::string> args = {
-      "redis-server", "--port", port,          "--bind", "127.0.0.1",  "--save", "",
-      "--appendonly", "no",     "--daemonize", "no",     "--loglevel", "warning"};
-  pid_ = SpawnProcess(args, "/dev/null");  // its banner and log go nowhere
+  std::vector<std::string> args = {"redis-server",
+                                   "--port",
+                                   port,
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--daemonize",
+                                   "no",
+                                   "--loglevel",
+                                   "warning",
+                                   "--enable-debug-command",
+                                   "local"};  // DEBUG SLEEP: a Redis that stops answering
+  pid_ = SpawnProcess(args, "/dev/null");     // its banner and log go nowhere
   if (pid_ < 0) {
     *error = "cannot start redis-server (is it installed?)";
     return false;
