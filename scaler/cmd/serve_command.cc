@@ -26,6 +26,7 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   ServerOptions server;
   server.listen_address = "0.0.0.0:9090";
   std::string metrics_listen = "0.0.0.0:9091";
+  std::string health_listen;
   std::string ledger_path;
   std::string spool_path;
   std::string config_path;
@@ -45,6 +46,9 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   app->add_option("--client-ca", server.client_ca_file,
                   "CA (PEM) that client certificates must chain to (mTLS)");
   app->add_option("--metrics-listen", metrics_listen, "/metrics address (empty: off)");
+  app->add_option("--health-listen", health_listen,
+                  "plaintext address serving only grpc.health.v1, for Kubernetes gRPC probes "
+                  "when the main port requires mTLS (empty: off)");
   app->add_option("--scaler-config", scaler_config_path,
                   "the backends trigger metadata may name, with their credentials, and limits "
                   "(YAML; see scaler/config/scaler_config.h). Without it only push queues work")
@@ -136,6 +140,14 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   Result<RunningServer> running = StartServer(server, {&scaler, &push_service});
   if (!running.ok()) return fail(running.status());
+  Result<RunningServer> health_server = RunningServer{};
+  if (!health_listen.empty()) {
+    ServerOptions plain;
+    plain.listen_address = health_listen;
+    plain.max_threads = 4;
+    health_server = StartServer(plain, {});
+    if (!health_server.ok()) return fail(health_server.status());
+  }
   spdlog::info("serving ExternalScaler, QueueDepthPush and grpc.health.v1 on port {} ({}){}",
                running->port,
                server.tls_cert_file.empty()    ? "plaintext"
@@ -146,10 +158,13 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   int signal = 0;
   sigwait(&stop, &signal);
   spdlog::info("signal {}: ending open streams with OK and shutting down", signal);
-  if (grpc::HealthCheckServiceInterface* health = running->server->GetHealthCheckService())
-    health->Shutdown();
+  for (RunningServer* r : {&*running, &*health_server})
+    if (r->server)
+      if (grpc::HealthCheckServiceInterface* health = r->server->GetHealthCheckService())
+        health->Shutdown();
   hub.Shutdown();  // streams end with OK: KEDA resets its reconnect backoff
   running->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  if (health_server->server) health_server->server->Shutdown();
   if (Status flushed = meter.FlushAll(); !flushed.ok()) {
     spdlog::error("metered rows lost: {}", flushed.message());
     return kExitFailure;

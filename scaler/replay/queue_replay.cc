@@ -2,9 +2,12 @@
 #include "scaler/replay/queue_replay.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
+#include <queue>
 
 #include "core/base/text_lines.h"
 #include "core/base/time_format.h"
@@ -27,14 +30,49 @@ double Percentile(std::vector<double>& v, double p) {
   return v[k];
 }
 
+// The p99 queueing delay of `n` replicas that are always ready, first come first served.
+double FixedReplicasWaitP99(const std::vector<Arrival>& requests, int n) {
+  std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
+  for (int i = 0; i < n; ++i) free_at.push(-std::numeric_limits<double>::infinity());
+  std::vector<double> waits;
+  waits.reserve(requests.size());
+  for (const Arrival& a : requests) {
+    const double begin = std::max(a.time_s, free_at.top());
+    free_at.pop();
+    waits.push_back(begin - a.time_s);
+    free_at.push(begin + a.service_s);
+  }
+  return Percentile(waits, 0.99);
+}
+
 }  // namespace
 
-Result<std::vector<double>> ReadArrivals(std::string_view csv) {
-  std::vector<double> out;
+Result<std::vector<Arrival>> ReadArrivalRequests(std::string_view csv,
+                                                 std::string_view service_column,
+                                                 double service_unit_s, double default_service_s) {
+  std::vector<Arrival> out;
   if (csv.find('\n') == std::string_view::npos)
     return InvalidArgumentError("arrivals: no header line");
   size_t pos = 0;
-  NextLine(csv, pos);  // the header
+  const std::string_view header = NextLine(csv, pos);
+  // The service column's index among the comma-separated fields.
+  size_t column = 0;
+  if (!service_column.empty()) {
+    bool found = false;
+    for (size_t start = 0, i = 0; start <= header.size(); ++i) {
+      const size_t comma = std::min(header.find(',', start), header.size());
+      if (header.substr(start, comma - start) == service_column) {
+        column = i;
+        found = true;
+        break;
+      }
+      start = comma + 1;
+    }
+    if (!found)
+      return InvalidArgumentError("--service-column \"" + std::string(service_column) +
+                                  "\" is not a column of the arrivals header \"" +
+                                  std::string(header.substr(0, 200)) + "\"");
+  }
   for (size_t line_no = 2; pos < csv.size(); ++line_no) {
     const std::string_view line = NextLine(csv, pos);
     if (line.empty()) continue;
@@ -42,19 +80,60 @@ Result<std::vector<double>> ReadArrivals(std::string_view csv) {
     if (!t.ok())
       return InvalidArgumentError("arrivals line " + std::to_string(line_no) + ": " +
                                   t.status().message());
-    out.push_back(*t);
+    Arrival a{*t, default_service_s};
+    if (!service_column.empty()) {
+      std::string_view field = line;
+      for (size_t i = 0; i < column; ++i) {
+        const size_t comma = field.find(',');
+        field = comma == std::string_view::npos ? std::string_view() : field.substr(comma + 1);
+      }
+      field = field.substr(0, field.find(','));
+      double v = 0;
+      auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+      if (ec != std::errc() || p != field.data() + field.size() || !std::isfinite(v) || v <= 0 ||
+          v * service_unit_s > 86400)
+        return InvalidArgumentError("arrivals line " + std::to_string(line_no) + ": " +
+                                    std::string(service_column) + " \"" + std::string(field) +
+                                    "\" is not a service time (positive, at most a day)");
+      a.service_s = v * service_unit_s;
+    }
+    out.push_back(a);
   }
   if (out.empty()) return InvalidArgumentError("arrivals: no requests");
   return out;
 }
 
+Result<std::vector<double>> ReadArrivals(std::string_view csv) {
+  Result<std::vector<Arrival>> requests = ReadArrivalRequests(csv, {}, 1, 1);
+  if (!requests.ok()) return requests.status();
+  std::vector<double> out;
+  out.reserve(requests->size());
+  for (const Arrival& a : *requests) out.push_back(a.time_s);
+  return out;
+}
+
 Result<QueueReplayResult> ReplayQueue(std::vector<double> arrivals, const QueueReplayOptions& o) {
-  if (arrivals.empty()) return InvalidArgumentError("replay: no arrivals");
+  std::vector<Arrival> requests;
+  requests.reserve(arrivals.size());
+  for (double t : arrivals) requests.push_back({t, o.service_s});
+  return ReplayQueue(std::move(requests), o);
+}
+
+Result<QueueReplayResult> ReplayQueue(std::vector<Arrival> requests, const QueueReplayOptions& o) {
+  if (requests.empty()) return InvalidArgumentError("replay: no arrivals");
   if (!(o.service_s > 0) || !(o.target > 0) || o.max_replicas < 1 || !(o.poll_interval_s > 0) ||
       o.activation_threshold < 0 || o.cold_start_s < 0 || o.cooldown_s < 0 || o.stabilization_s < 0)
     return InvalidArgumentError(
         "replay: service, target, max replicas and poll interval must be positive");
-  std::sort(arrivals.begin(), arrivals.end());
+  std::stable_sort(requests.begin(), requests.end(),
+                   [](const Arrival& a, const Arrival& b) { return a.time_s < b.time_s; });
+  std::vector<double> arrivals;
+  arrivals.reserve(requests.size());
+  double total_service_s = 0;
+  for (const Arrival& a : requests) {
+    arrivals.push_back(a.time_s);
+    total_service_s += a.service_s;
+  }
   const double start = arrivals.front();
 
   QueueReplayResult r;
@@ -77,8 +156,8 @@ Result<QueueReplayResult> ReplayQueue(std::vector<double> arrivals, const QueueR
   };
 
   // Everything is served and scaled back down well before this, even by a single replica.
-  const double horizon = arrivals.back() + static_cast<double>(arrivals.size()) * o.service_s +
-                         o.cold_start_s + o.cooldown_s + o.stabilization_s + 10 * o.poll_interval_s;
+  const double horizon = arrivals.back() + total_service_s + o.cold_start_s + o.cooldown_s +
+                         o.stabilization_s + 10 * o.poll_interval_s;
   for (double tick = start;; tick += o.poll_interval_s) {
     if (tick > horizon) return InternalError("replay: simulation did not settle by its horizon");
     // Serve everything that can start before this tick with the replicas of the last interval.
@@ -94,7 +173,7 @@ Result<QueueReplayResult> ReplayQueue(std::vector<double> arrivals, const QueueR
       const double begin = std::max({best->ready_s, best->free_s, arrivals[next]});
       if (begin >= tick) break;
       waits.push_back(begin - arrivals[next]);
-      best->free_s = begin + o.service_s;
+      best->free_s = begin + requests[next].service_s;
       finish_times.push_back(best->free_s);
       ++next;
     }
@@ -181,6 +260,23 @@ Result<QueueReplayResult> ReplayQueue(std::vector<double> arrivals, const QueueR
   r.wait_p50_s = Percentile(waits, 0.50);
   r.wait_p99_s = Percentile(waits, 0.99);
   r.wait_max_s = waits.empty() ? 0 : *std::max_element(waits.begin(), waits.end());
+  // Baseline (a): the fewest always-on replicas that do as well on p99 (more never does worse,
+  // so the search is a bisection between one replica and the peak).
+  int lo = 1, hi = std::max(1, r.peak_replicas);
+  double hi_p99 = FixedReplicasWaitP99(requests, hi);
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    const double p99 = FixedReplicasWaitP99(requests, mid);
+    if (p99 <= r.wait_p99_s) {
+      hi = mid;
+      hi_p99 = p99;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  r.fixed_replicas = hi;
+  r.fixed_wait_p99_s = hi_p99;
+  r.fixed_gpu_s = hi * o.gpu_per_replica * r.duration_s;
   return r;
 }
 

@@ -11,8 +11,10 @@
 //   finishes the request it is serving first.
 // - A new replica serves only after cold_start_s (image pull, model load); its GPU is metered
 //   from creation. Ready replicas serve one request at a time, first come first served, each
-//   taking service_s.
-// - The reservation it is compared with keeps the run's peak replica count for the whole trace.
+//   taking its own service time (a column of the arrivals file) or service_s.
+// - Two baselines, over the same duration: (a) the fewest always-on replicas (ready, no cold
+//   start) whose p99 queueing delay is no worse than the scaled run's, and (b) the run's peak
+//   replica count always on. (a) is what a careful team would reserve; (b) is an upper bound.
 #pragma once
 
 #include <string>
@@ -35,13 +37,21 @@ struct QueueReplayOptions {
   double gpu_per_replica = 1;
 };
 
+struct Arrival {
+  double time_s = 0;     // Unix seconds
+  double service_s = 0;  // how long one replica takes to serve it
+};
+
 struct QueueReplayResult {
   size_t requests = 0;
   double duration_s = 0;      // first arrival to the last request served
   double metered_gpu_s = 0;   // replica lifetime x GPUs per replica
-  double reserved_gpu_s = 0;  // peak replicas for the whole duration
+  double reserved_gpu_s = 0;  // baseline (b): peak replicas for the whole duration
   int peak_replicas = 0;
-  int cold_starts = 0;  // scale-ups from zero
+  int fixed_replicas = 0;       // baseline (a): fewest always-on replicas meeting the same p99
+  double fixed_wait_p99_s = 0;  // their p99 queueing delay
+  double fixed_gpu_s = 0;       // baseline (a) for the whole duration
+  int cold_starts = 0;          // scale-ups from zero
   int replica_starts = 0;
   double idle_at_zero_s = 0;  // time with no replica at all
   double wait_p50_s = 0;
@@ -52,8 +62,16 @@ struct QueueReplayResult {
 // Arrival times (Unix seconds) from a CSV whose first column is a timestamp, header required
 // (the Azure LLM inference traces: TIMESTAMP,ContextTokens,GeneratedTokens).
 Result<std::vector<double>> ReadArrivals(std::string_view csv);
+// Arrivals with their service time: from column `service_column` of the header (seconds times
+// `service_unit_s`, e.g. 0.001 for milliseconds) when given, else `default_service_s` each.
+Result<std::vector<Arrival>> ReadArrivalRequests(std::string_view csv,
+                                                 std::string_view service_column,
+                                                 double service_unit_s, double default_service_s);
 
+// Every request takes options.service_s.
 Result<QueueReplayResult> ReplayQueue(std::vector<double> arrivals,
+                                      const QueueReplayOptions& options);
+Result<QueueReplayResult> ReplayQueue(std::vector<Arrival> arrivals,
                                       const QueueReplayOptions& options);
 
 }  // namespace gpuvpa::scaler

@@ -105,9 +105,45 @@ TEST(QueueReplayTest, CommandPrintsMeteredAndReserved) {
             0)
       << err.str();
   EXPECT_NE(out.str().find("GPU-seconds metered"), std::string::npos);
-  EXPECT_NE(out.str().find("GPU-seconds reserved"), std::string::npos);
+  EXPECT_NE(out.str().find("baseline (a)"), std::string::npos);
+  EXPECT_NE(out.str().find("baseline (b)"), std::string::npos);
   EXPECT_NE(out.str().find("cold starts"), std::string::npos);
   EXPECT_EQ(RunReplayCommand({"--arrivals", "x.csv"}, out, err), 2) << "service time is required";
+  err.str("");
+  EXPECT_EQ(
+      RunReplayCommand(
+          {"--arrivals", "x.csv", "--service-seconds", "1", "--cooldown-seconds", "-1"}, out, err),
+      2);
+  EXPECT_NE(err.str().find("--cooldown-seconds"), std::string::npos) << err.str();
+}
+
+// Each request's own service time from a column; baseline (a) is the fewest always-on replicas
+// with the same p99 wait, never more than the peak (b).
+TEST(QueueReplayTest, PerRequestServiceTimesAndTheTwoBaselines) {
+  // Two requests a second for an hour, each taking 0.4 s or 1.2 s (alternating, in ms).
+  std::string csv = "TIMESTAMP,duration_ms\n";
+  for (int i = 0; i < 7200; ++i)
+    csv += std::to_string(1700000000.0 + i * 0.5) + "," + (i % 2 ? "1200" : "400") + "\n";
+  Result<std::vector<Arrival>> requests = ReadArrivalRequests(csv, "duration_ms", 0.001, 1);
+  ASSERT_TRUE(requests.ok()) << requests.status().message();
+  EXPECT_DOUBLE_EQ((*requests)[1].service_s, 1.2);
+  QueueReplayOptions o;
+  o.target = 1;
+  o.max_replicas = 10;
+  o.poll_interval_s = 15;
+  o.cold_start_s = 30;
+  Result<QueueReplayResult> r = ReplayQueue(*requests, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // 0.8 s of work per second needs at least one replica, and FCFS with 1.2 s jobs every second
+  // queues behind one replica: the steady state needs about two.
+  EXPECT_GE(r->fixed_replicas, 1);
+  EXPECT_LE(r->fixed_replicas, r->peak_replicas);
+  EXPECT_LE(r->fixed_wait_p99_s, r->wait_p99_s);
+  EXPECT_LE(r->fixed_gpu_s, r->reserved_gpu_s);
+  EXPECT_FALSE(ReadArrivalRequests(csv, "latency", 0.001, 1).ok());
+  Result<std::vector<Arrival>> bad = ReadArrivalRequests("TIMESTAMP,d\n1700000000,-3\n", "d", 1, 1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 2"), std::string::npos) << bad.status().message();
 }
 
 }  // namespace
