@@ -27,98 +27,15 @@ void FillSpec(const ScaledObjectConfig& c, externalscaler::GetMetricSpecResponse
   spec->set_targetsizefloat(c.target);
 }
 
-// One StreamIsActive stream: writes `true` whenever its ScaledObject turns active.
-class ActiveStreamReactor final : public grpc::ServerWriteReactor<externalscaler::IsActiveResponse>,
-                                  public ActivityWatcher {
+// A server stream registered with the hub: it ends with CANCELLED when the client leaves and
+// with OK when the scaler shuts down (after the write in progress, if any), and leaves the hub
+// before it is deleted.
+template <typename Response>
+class HubStream : public grpc::ServerWriteReactor<Response>, public ActivityWatcher {
  public:
-  ActiveStreamReactor(ActivityHub& hub, const ResolvedScaledObject& so) : hub_(hub) {
-    id_ = hub_.Add(so, this);
-  }
-
-  void OnActivity(bool active) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    const bool rising = active && !was_active_;
-    was_active_ = active;
-    if (!rising || finished_) return;
-    if (writing_) {
-      pending_ = true;
-      return;
-    }
-    StartTrueLocked();
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    writing_ = false;
-    if (!ok) {
-      FinishLocked(grpc::Status::CANCELLED);
-      return;
-    }
-    if (shutting_down_) {
-      FinishLocked(grpc::Status::OK);
-      return;
-    }
-    if (pending_ && !finished_) {
-      pending_ = false;
-      StartTrueLocked();
-    }
-  }
-
-  void OnCancel() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    FinishLocked(grpc::Status::CANCELLED);
-  }
+  explicit HubStream(ActivityHub& hub) : hub_(hub) {}
 
   // A clean end: KEDA resets its reconnect backoff only after one.
-  void OnShutdown() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!writing_)
-      FinishLocked(grpc::Status::OK);
-    else
-      shutting_down_ = true;
-  }
-
-  void OnDone() override {
-    hub_.Remove(id_);  // after this no OnActivity can run
-    delete this;
-  }
-
- private:
-  void StartTrueLocked() {
-    response_.set_result(true);
-    writing_ = true;
-    StartWrite(&response_);
-  }
-  void FinishLocked(const grpc::Status& status) {
-    if (finished_) return;
-    finished_ = true;
-    Finish(status);
-  }
-
-  ActivityHub& hub_;
-  uint64_t id_ = 0;
-  std::mutex mu_;
-  externalscaler::IsActiveResponse response_;
-  bool was_active_ = false;
-  bool writing_ = false;
-  bool pending_ = false;
-  bool finished_ = false;
-  bool shutting_down_ = false;
-};
-
-// StreamMetricSpec: the spec once, then the stream stays open until the client leaves or the
-// scaler shuts down (then it ends with OK).
-class MetricSpecStreamReactor final
-    : public grpc::ServerWriteReactor<externalscaler::GetMetricSpecResponse>,
-      public ActivityWatcher {
- public:
-  MetricSpecStreamReactor(ActivityHub& hub, const ScaledObjectConfig& config) : hub_(hub) {
-    FillSpec(config, &response_);
-    writing_ = true;
-    StartWrite(&response_);
-    id_ = hub_.Add(ResolvedScaledObject{}, this);
-  }
-  void OnActivity(bool) override {}
   void OnShutdown() override {
     std::lock_guard<std::mutex> lock(mu_);
     if (writing_)
@@ -133,29 +50,87 @@ class MetricSpecStreamReactor final
       FinishLocked(grpc::Status::CANCELLED);
     else if (shutting_down_)
       FinishLocked(grpc::Status::OK);
+    else
+      AfterWriteLocked();
   }
   void OnCancel() override {
     std::lock_guard<std::mutex> lock(mu_);
     FinishLocked(grpc::Status::CANCELLED);
   }
   void OnDone() override {
-    hub_.Remove(id_);
+    hub_.Remove(id_);  // after this the hub never calls this stream again
     delete this;
   }
 
- private:
+ protected:
+  // Called from the derived constructor, once it is ready for OnActivity.
+  void Register(const ResolvedScaledObject& so) { id_ = hub_.Add(so, this); }
+  virtual void AfterWriteLocked() {}
+  void WriteLocked() {
+    writing_ = true;
+    this->StartWrite(&response_);
+  }
   void FinishLocked(const grpc::Status& status) {
     if (finished_) return;
     finished_ = true;
-    Finish(status);
+    this->Finish(status);
   }
+
+  std::mutex mu_;
+  Response response_;
+  bool writing_ = false;
+  bool finished_ = false;
+
+ private:
   ActivityHub& hub_;
   uint64_t id_ = 0;
-  std::mutex mu_;
-  externalscaler::GetMetricSpecResponse response_;
-  bool writing_ = false;
   bool shutting_down_ = false;
-  bool finished_ = false;
+};
+
+// One StreamIsActive stream: writes `true` whenever its ScaledObject turns active.
+class ActiveStreamReactor final : public HubStream<externalscaler::IsActiveResponse> {
+ public:
+  ActiveStreamReactor(ActivityHub& hub, const ResolvedScaledObject& so) : HubStream(hub) {
+    response_.set_result(true);
+    Register(so);
+  }
+
+  void OnActivity(bool active) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool rising = active && !was_active_;
+    was_active_ = active;
+    if (!rising || finished_) return;
+    if (writing_)
+      pending_ = true;
+    else
+      WriteLocked();
+  }
+
+ private:
+  void AfterWriteLocked() override {
+    if (pending_ && !finished_) {
+      pending_ = false;
+      WriteLocked();
+    }
+  }
+
+  bool was_active_ = false;
+  bool pending_ = false;
+};
+
+// StreamMetricSpec: the spec once, then the stream stays open until the client leaves or the
+// scaler shuts down.
+class MetricSpecStreamReactor final : public HubStream<externalscaler::GetMetricSpecResponse> {
+ public:
+  MetricSpecStreamReactor(ActivityHub& hub, const ScaledObjectConfig& config) : HubStream(hub) {
+    FillSpec(config, &response_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      WriteLocked();
+    }
+    Register(ResolvedScaledObject{});
+  }
+  void OnActivity(bool) override {}
 };
 
 template <typename Response>

@@ -27,16 +27,20 @@ Result<double> PrometheusQueueSource::ReadDepth(int, Deadline deadline) {
   Result<HttpResponse> http =
       backend_.client().Get("/api/v1/query?query=" + UrlEncode(config_.query), deadline);
   if (!http.ok()) return Status(StatusCode::kUnavailable, http.status().message());
-  const std::string where = Describe();
-  nlohmann::json doc = nlohmann::json::parse(http->body, nullptr, /*allow_exceptions=*/false);
+  return ParsePrometheusDepth(http->body, http->status, config_.ignore_null_values, Describe());
+}
+
+Result<double> ParsePrometheusDepth(std::string_view body, int http_status, bool ignore_null_values,
+                                    const std::string& where) {
+  nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object())
-    return UnavailableError(where + ": HTTP " + std::to_string(http->status) +
+    return UnavailableError(where + ": HTTP " + std::to_string(http_status) +
                             " with a body that is not JSON");
   if (doc.value("status", "") != "success" || !doc["data"].is_object()) {
     const nlohmann::json& error = doc["error"];
     return FailedPreconditionError(
         where + ": query failed: " +
-        (error.is_string() ? error.get<std::string>() : "HTTP " + std::to_string(http->status)));
+        (error.is_string() ? error.get<std::string>() : "HTTP " + std::to_string(http_status)));
   }
   const nlohmann::json& data = doc["data"];
   const nlohmann::json& type_field = data["resultType"];
@@ -47,7 +51,7 @@ Result<double> PrometheusQueueSource::ReadDepth(int, Deadline deadline) {
   } else if (type == "vector" && data["result"].is_array()) {
     const nlohmann::json& result = data["result"];
     if (result.empty()) {
-      if (config_.ignore_null_values) return 0.0;
+      if (ignore_null_values) return 0.0;
       return FailedPreconditionError(
           where + ": the query returned no series and ignoreNullValues is false");
     }

@@ -29,6 +29,11 @@ class PrometheusBackend {
   std::unique_ptr<Bulkhead> bulkhead_;
 };
 
+// The depth in an instant-query response body (`where` names the source in errors): exactly one
+// sample, finite and not negative; a failed query or an unexpected shape is an error.
+Result<double> ParsePrometheusDepth(std::string_view body, int http_status, bool ignore_null_values,
+                                    const std::string& where);
+
 class PrometheusQueueSource final : public QueueDepthSource {
  public:
   PrometheusQueueSource(PrometheusBackend& backend, PrometheusSourceConfig config)

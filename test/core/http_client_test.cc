@@ -226,17 +226,7 @@ class HttpsTest : public ::testing::Test {
     if (require_client_cert) cmd += " -Verify 1";
     pid_ = testing::SpawnProcess({"sh", "-c", cmd}, tmp_.Path("s_server.log"));
     ASSERT_GT(pid_, 0);
-    for (int i = 0; i < 200; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      a.sin_port = htons(static_cast<uint16_t>(port_));
-      const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-      ::close(fd);
-      if (up) return;
-      std::this_thread::sleep_for(milliseconds(25));
-    }
+    if (testing::WaitForTcpPort(port_, milliseconds(5000))) return;
     FAIL() << "openssl s_server did not start";
   }
   Result<HttpResponse> Get(HttpClientOptions o) {

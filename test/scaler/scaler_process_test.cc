@@ -39,22 +39,6 @@ std::string ReadText(const std::string& path) {
   return s.str();
 }
 
-bool WaitForPort(int port, milliseconds limit) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    if (up) return true;
-    std::this_thread::sleep_for(milliseconds(25));
-  }
-  return false;
-}
-
 // Waits for `pid` to exit; its exit status, or -1 after `limit` (then it is killed).
 int WaitForExit(pid_t& pid, milliseconds limit) {
   const auto end = Clock::now() + limit;
@@ -95,7 +79,8 @@ TEST(ScalerProcessTest, SigtermStopsTheScalerWhileAHostileBackendStallsAndHealth
       testing::SpawnProcess({kScaler, "serve", "--listen", "127.0.0.1:" + std::to_string(port),
                              "--metrics-listen", "", "--scaler-config", tmp.Path("scaler.yaml")},
                             tmp.Path("scaler.log"));
-  ASSERT_TRUE(WaitForPort(port, milliseconds(10000))) << ReadText(tmp.Path("scaler.log"));
+  ASSERT_TRUE(testing::WaitForTcpPort(port, milliseconds(10000)))
+      << ReadText(tmp.Path("scaler.log"));
   auto channel =
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
   auto stub = externalscaler::ExternalScaler::NewStub(channel);
@@ -205,7 +190,7 @@ TEST(ScalerProcessTest, AFullFilesystemAtShutdownLosesNoMeteredRow) {
         {"unshare", "--user", "--map-root-user", "--mount", "sh", tmp.Path("run.sh")},
         tmp.Path("run.log"));
     ASSERT_GT(sh, 0);
-    ASSERT_TRUE(WaitForPort(port, milliseconds(10000)))
+    ASSERT_TRUE(testing::WaitForTcpPort(port, milliseconds(10000)))
         << "unshare/mount or the scaler failed: " << ReadText(tmp.Path("run.log"));
     const pid_t scaler = std::stoi(ReadText(ready));
     MeterSomeActivity(port);
@@ -234,7 +219,8 @@ TEST(ScalerProcessTest, AFullFilesystemAtShutdownLosesNoMeteredRow) {
         {kScaler, "serve", "--listen", "127.0.0.1:" + std::to_string(port2), "--metrics-listen", "",
          "--ledger", tmp.Path("ledger2.db"), "--spool", spool},
         tmp.Path("next.log"));
-    ASSERT_TRUE(WaitForPort(port2, milliseconds(10000))) << ReadText(tmp.Path("next.log"));
+    ASSERT_TRUE(testing::WaitForTcpPort(port2, milliseconds(10000)))
+        << ReadText(tmp.Path("next.log"));
     ::kill(next, SIGTERM);
     EXPECT_EQ(WaitForExit(next, milliseconds(10000)), 0) << ReadText(tmp.Path("next.log"));
     Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(tmp.Path("ledger2.db"));

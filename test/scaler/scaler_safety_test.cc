@@ -38,15 +38,7 @@ using testing::ScriptedHttpServer;
 class RecordingPeer {
  public:
   RecordingPeer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    ::listen(fd_, 16);
+    fd_ = testing::ListenOnLoopback(&port_);
     thread_ = std::thread([this] {
       std::vector<int> clients;
       while (!stop_) {
@@ -95,17 +87,7 @@ class RecordingPeer {
 // A peer that accepts connections (through the kernel's backlog) and never says a word.
 class StalledPeer {
  public:
-  StalledPeer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    ::listen(fd_, 1024);
-  }
+  StalledPeer() { fd_ = testing::ListenOnLoopback(&port_, false, 1024); }
   ~StalledPeer() { ::close(fd_); }
   int port() const { return port_; }
 

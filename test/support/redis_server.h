@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "test/support/sockets.h"
+
 namespace gpuvpa::testing {
 
 class RedisServer {
@@ -29,8 +31,5 @@ class RedisServer {
   int port_;
   pid_t pid_ = -1;
 };
-
-// A TCP port on 127.0.0.1 that was free a moment ago.
-int FreeLocalPort();
 
 }  // namespace gpuvpa::testing

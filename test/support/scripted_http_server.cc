@@ -9,6 +9,8 @@
 
 #include <chrono>
 
+#include "test/support/sockets.h"
+
 namespace gpuvpa::testing {
 namespace {
 
@@ -26,27 +28,7 @@ bool SendAll(int fd, const std::string& data) {
 
 ScriptedHttpServer::ScriptedHttpServer(HttpBehaviour behaviour, std::string body, bool ipv6)
     : behaviour_(behaviour), body_(std::move(body)), ipv6_(ipv6) {
-  listen_fd_ = ::socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
-  const int one = 1;
-  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (ipv6) {
-    sockaddr_in6 a{};
-    a.sin6_family = AF_INET6;
-    a.sin6_addr = in6addr_loopback;
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin6_port);
-  } else {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-  }
-  ::listen(listen_fd_, 64);
+  listen_fd_ = ListenOnLoopback(&port_, ipv6);
   acceptor_ = std::thread([this] {
     while (!stopping_) {
       pollfd p{listen_fd_, POLLIN, 0};
