@@ -100,6 +100,31 @@ TEST_F(ExternalScalerTest, MetricSpecIsNeverEmptyAndCarriesBothTargetForms) {
   EXPECT_NE(spec.metricspecs(0).targetsize(), 0);
 }
 
+// What KEDA really sends and needs (pkg/scalers/external_scaler.go): *FromEnv keys resolved
+// under their own names, metric names that are valid path segments, and the integer targetSize
+// that KEDA before 2.17 reads (rounded from a fractional target).
+TEST_F(ExternalScalerTest, KedaFromEnvKeysPathSafeMetricNamesAndIntegerTargets) {
+  auto ref = Ref({{"listNameFromEnv", "jobs/high.prio"}, {"listLengthFromEnv", "2.5"}});
+  ref.mutable_scalermetadata()->erase("address");
+  (*ref.mutable_scalermetadata())["addressFromEnv"] = "127.0.0.1:" + std::to_string(redis_.port());
+  grpc::ClientContext ctx;
+  externalscaler::GetMetricSpecResponse spec;
+  grpc::Status s = stub_->GetMetricSpec(&ctx, ref, &spec);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(spec.metricspecs(0).metricname(), "redis-list-jobs-high-prio");
+  EXPECT_EQ(spec.metricspecs(0).targetsizefloat(), 2.5);
+  EXPECT_EQ(spec.metricspecs(0).targetsize(), 3) << "what KEDA before 2.17 uses";
+  redis_.Command({"RPUSH", "jobs/high.prio", "a", "b", "c"});
+  externalscaler::GetMetricsResponse metrics;
+  grpc::ClientContext ctx2;
+  externalscaler::GetMetricsRequest req;
+  *req.mutable_scaledobjectref() = ref;
+  req.set_metricname("redis-list-jobs-high-prio");
+  ASSERT_TRUE(stub_->GetMetrics(&ctx2, req, &metrics).ok());
+  EXPECT_EQ(metrics.metricvalues(0).metricname(), "redis-list-jobs-high-prio");
+  EXPECT_EQ(metrics.metricvalues(0).metricvaluefloat(), 3);
+}
+
 TEST_F(ExternalScalerTest, ActivationIsStrictlyAboveTheThresholdAndReplicasFollowTheHpaRule) {
   const auto ref = Ref({{"listName", "jobs"}, {"listLength", "5"}, {"activationListLength", "3"}});
   for (int i = 0; i < 3; ++i) redis_.Command({"RPUSH", "jobs", "x"});
