@@ -163,7 +163,9 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
       if (grpc::HealthCheckServiceInterface* health = r->server->GetHealthCheckService())
         health->Shutdown();
   hub.Shutdown();  // streams end with OK: KEDA resets its reconnect backoff
-  running->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  // In-flight reads end by the source timeout; after that (and a margin) the rest is cancelled.
+  running->server->Shutdown(std::chrono::system_clock::now() +
+                            std::chrono::milliseconds(source_timeout_ms + 500));
   if (health_server->server) health_server->server->Shutdown();
   if (Status flushed = meter.FlushAll(); !flushed.ok()) {
     spdlog::error("metered rows lost: {}", flushed.message());

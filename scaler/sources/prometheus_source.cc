@@ -32,24 +32,34 @@ Result<double> PrometheusQueueSource::ReadDepth(int, Deadline deadline) {
 
 Result<double> ParsePrometheusDepth(std::string_view body, int http_status, bool ignore_null_values,
                                     const std::string& where) {
-  nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  // Every access checks the type first: a body from a broken or hostile server may hold anything
+  // (nlohmann's const operator[] on a missing key and value() on a wrong type are not safe).
+  static const nlohmann::json kNull;
+  auto member = [](const nlohmann::json& object, const char* key) -> const nlohmann::json& {
+    if (!object.is_object()) return kNull;
+    auto it = object.find(key);
+    return it == object.end() ? kNull : *it;
+  };
+  auto text = [](const nlohmann::json& j) {
+    return j.is_string() ? j.get<std::string>() : std::string();
+  };
+  const nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object())
     return UnavailableError(where + ": HTTP " + std::to_string(http_status) +
                             " with a body that is not JSON");
-  if (doc.value("status", "") != "success" || !doc["data"].is_object()) {
-    const nlohmann::json& error = doc["error"];
+  const nlohmann::json& data = member(doc, "data");
+  if (text(member(doc, "status")) != "success" || !data.is_object()) {
+    const std::string error = text(member(doc, "error"));
     return FailedPreconditionError(
         where + ": query failed: " +
-        (error.is_string() ? error.get<std::string>() : "HTTP " + std::to_string(http_status)));
+        (error.empty() ? "HTTP " + std::to_string(http_status) : error.substr(0, 500)));
   }
-  const nlohmann::json& data = doc["data"];
-  const nlohmann::json& type_field = data["resultType"];
-  const std::string type = type_field.is_string() ? type_field.get<std::string>() : "";
-  nlohmann::json value;
+  const std::string type = text(member(data, "resultType"));
+  const nlohmann::json& result = member(data, "result");
+  const nlohmann::json* value = &kNull;
   if (type == "scalar") {
-    value = data["result"];
-  } else if (type == "vector" && data["result"].is_array()) {
-    const nlohmann::json& result = data["result"];
+    value = &result;
+  } else if (type == "vector" && result.is_array()) {
     if (result.empty()) {
       if (ignore_null_values) return 0.0;
       return FailedPreconditionError(
@@ -59,18 +69,19 @@ Result<double> ParsePrometheusDepth(std::string_view body, int http_status, bool
       return FailedPreconditionError(where + ": the query returned " +
                                      std::to_string(result.size()) +
                                      " series; aggregate it to one (e.g. sum(...))");
-    if (result[0].is_object()) value = result[0]["value"];
+    value = &member(result[0], "value");
   } else {
-    return FailedPreconditionError(where + ": result type \"" + type +
+    return FailedPreconditionError(where + ": result type \"" + type.substr(0, 80) +
                                    "\" is neither vector nor scalar");
   }
-  if (!value.is_array() || value.size() != 2 || !value[1].is_string())
+  if (!value->is_array() || value->size() != 2 || !(*value)[1].is_string())
     return UnavailableError(where + ": unexpected sample shape");
-  const std::string text = value[1].get<std::string>();
+  const std::string sample = (*value)[1].get<std::string>();
   char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < 0)
-    return FailedPreconditionError(where + ": value \"" + text + "\" is not a queue depth");
+  const double v = std::strtod(sample.c_str(), &end);
+  if (end == sample.c_str() || *end != '\0' || !std::isfinite(v) || v < 0)
+    return FailedPreconditionError(where + ": value \"" + sample.substr(0, 80) +
+                                   "\" is not a queue depth");
   return v;
 }
 
