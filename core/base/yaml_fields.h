@@ -14,8 +14,8 @@
 namespace gpuvpa {
 
 struct YamlField {
-  std::string_view doc;  // "config", "scaler config"
-  std::string where;     // "prometheus[0].ca_file"
+  std::string doc;    // "config", "scaler config FILE:"
+  std::string where;  // "prometheus[0].ca_file"
 
   Status Error(std::string_view why) const;
   // `node` is a mapping whose keys are all in `known`.

@@ -142,7 +142,7 @@ Result<ScalerConfig> ParseScalerConfig(std::string_view yaml_text, std::string_v
     const YAML::Node doc = YAML::Load(std::string(yaml_text));
     if (doc.IsNull()) return c;
     GPUVPA_RETURN_IF_ERROR(root.CheckKeys(doc, {"redis", "prometheus", "cost_centers", "limits"}));
-    const YamlField top{"scaler config", std::string(name) + ":"};
+    const YamlField top{"scaler config " + std::string(name) + ":", ""};
     if (doc["redis"]) GPUVPA_RETURN_IF_ERROR(ParseRedis(doc["redis"], top["redis"], c));
     if (doc["prometheus"])
       GPUVPA_RETURN_IF_ERROR(ParsePrometheus(doc["prometheus"], top["prometheus"], c));
