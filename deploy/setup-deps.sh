@@ -9,7 +9,7 @@ packages=(
   prometheus-cpp-dev libboost-dev libboost-system-dev libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server prometheus libsqlite3-dev sqlite3 libhiredis-dev libssl-dev openssl nlohmann-json3-dev libyaml-cpp-dev
-  clang-format clang-tidy clang libclang-rt-14-dev libcli11-dev libabsl-dev libspdlog-dev
+  clang-format clang-tidy clang libclang-rt-14-dev libcli11-dev libabsl-dev libspdlog-dev libsimdjson-dev
 )
 
 missing=()

@@ -2,6 +2,7 @@
 #include "core/base/names.h"
 
 #include <cstdint>
+#include <cstdio>
 
 namespace gpuvpa {
 namespace {
@@ -17,6 +18,12 @@ Status Invalid(std::string_view field, std::string_view value, std::string_view 
 }
 
 }  // namespace
+
+std::string FormatNumber(double value) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.10g", value);
+  return buf;
+}
 
 std::string QuoteForError(std::string_view value) {
   // Shown in errors: cut very long values and make control bytes visible.

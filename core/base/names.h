@@ -30,6 +30,8 @@ Status ValidateKind(std::string_view field, std::string_view value);
 Status ValidateLabelText(std::string_view field, std::string_view value);
 // `value` quoted for an error message: cut after 80 bytes, control and non-ASCII bytes as \xNN.
 std::string QuoteForError(std::string_view value);
+// A number for a message: up to 10 significant digits, no trailing zeros ("%.10g").
+std::string FormatNumber(double value);
 
 // Joins parts into one id that reads back unambiguously: each part is percent-escaped ('%',
 // '/', ':' and bytes outside printable ASCII become %XX) and the parts are joined by '/'.

@@ -2,6 +2,9 @@
 #include "core/base/yaml_fields.h"
 
 #include <charconv>
+#include <cmath>
+
+#include "core/base/names.h"
 
 namespace gpuvpa {
 
@@ -10,7 +13,7 @@ Status YamlField::Error(std::string_view why) const {
 }
 
 Status YamlField::CheckKeys(const YAML::Node& node,
-                            std::initializer_list<std::string_view> known) const {
+                            const std::vector<std::string_view>& known) const {
   if (!node.IsMap()) return Error("expected a mapping");
   for (const auto& kv : node) {
     const auto key = kv.first.as<std::string>();
@@ -50,6 +53,40 @@ YamlField YamlField::operator[](std::string_view child) const {
 
 YamlField YamlField::operator[](size_t index) const {
   return {doc, where + "[" + std::to_string(index) + "]"};
+}
+
+Status ReadYamlString(const YAML::Node& map, const YamlField& f, std::string_view key,
+                      std::string& out, bool required) {
+  const YAML::Node node = map[std::string(key)];
+  if (!node) return required ? f[key].Error("is required") : OkStatus();
+  Result<std::string> v = f[key].String(node);
+  if (!v.ok()) return v.status();
+  if (v->empty()) return f[key].Error("must not be empty");
+  out = std::move(v).value();
+  return OkStatus();
+}
+
+Status ReadYamlNumber(const YAML::Node& map, const YamlField& f, std::string_view key, double min,
+                      double max, double& out) {
+  const YAML::Node node = map[std::string(key)];
+  if (!node) return OkStatus();
+  double v = 0;
+  if (!node.IsScalar() || !YAML::convert<double>::decode(node, v) || !std::isfinite(v))
+    return f[key].Error("\"" + YAML::Dump(node) + "\" is not a number");
+  if (v < min || v > max)
+    return f[key].Error(YAML::Dump(node) + " is not in " + FormatNumber(min) + ".." +
+                        FormatNumber(max));
+  out = v;
+  return OkStatus();
+}
+
+Status ReadYamlBool(const YAML::Node& map, const YamlField& f, std::string_view key, bool& out) {
+  const YAML::Node node = map[std::string(key)];
+  if (!node) return OkStatus();
+  Result<bool> v = f[key].Bool(node);
+  if (!v.ok()) return v.status();
+  out = *v;
+  return OkStatus();
 }
 
 }  // namespace gpuvpa

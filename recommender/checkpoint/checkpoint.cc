@@ -101,6 +101,7 @@ void SaveWorkload(const FleetStore& store, uint32_t row, v1::WorkloadCheckpoint*
   out->set_longest_idle_gap_s(st.longest_idle_gap_s);
   out->set_sample_count(st.sample_count);
   out->set_cuda_oom_count(st.cuda_oom_count);
+  out->set_shared_device_estimate(st.shared_device_estimate);
   out->set_observed_seconds(st.observed_seconds);
   out->set_active_seconds(st.active_seconds);
   out->set_allocated_gpu_seconds(st.allocated_gpu_seconds);
@@ -206,6 +207,7 @@ Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
   st.longest_idle_gap_s = in.longest_idle_gap_s();
   st.sample_count = in.sample_count();
   st.cuda_oom_count = in.cuda_oom_count();
+  st.shared_device_estimate = in.shared_device_estimate();
   st.observed_seconds = in.observed_seconds();
   st.active_seconds = in.active_seconds();
   st.allocated_gpu_seconds = in.allocated_gpu_seconds();
@@ -279,6 +281,7 @@ std::string EncodeCheckpoint(const FleetStore& store, double saved_at_s) {
   cp.set_reference_time_s(store.clock().reference_time_s());
   cp.set_half_life_s(store.clock().half_life_s());
   cp.set_saved_at_s(saved_at_s);
+  cp.set_source_through_s(store.source_through_s());
   cp.mutable_workloads()->Reserve(static_cast<int>(store.size()));
   for (uint32_t row = 0; row < store.size(); ++row) SaveWorkload(store, row, cp.add_workloads());
 
@@ -321,6 +324,11 @@ Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOpti
     return DataLossError("checkpoint reference time " + std::to_string(cp.reference_time_s()) +
                          " is out of range");
   store.set_reference_time_s(cp.reference_time_s());
+  if (!std::isfinite(cp.source_through_s()) || cp.source_through_s() < 0 ||
+      cp.source_through_s() > kMaxSampleTimeS)
+    return DataLossError("checkpoint source high-water mark " +
+                         std::to_string(cp.source_through_s()) + " is out of range");
+  store.set_source_through_s(cp.source_through_s());
   store.Reserve(static_cast<size_t>(cp.workloads_size()));
   for (const v1::WorkloadCheckpoint& w : cp.workloads()) {
     if (Status s = RestoreWorkload(w, store); !s.ok()) return s;

@@ -5,11 +5,15 @@
 
 #include <filesystem>
 
+#include "core/base/atomic_file.h"
+#include "core/base/text_lines.h"
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
 #include "core/cost/config.h"
 #include "core/gpu/gpu_catalog.h"
+#include "core/metrics/exposition_text.h"
 #include "recommender/checkpoint/checkpoint.h"
+#include "recommender/input/dcgm_ingest.h"
 #include "recommender/input/demo_fleet.h"
 #include "recommender/input/trace_csv.h"
 #include "recommender/logic/recommender.h"
@@ -48,6 +52,39 @@ void PrintTraceIssues(const std::string& trace_path, const TraceReplayReport& re
       << " malformed (skipped)\n";
 }
 
+// A trace is exposition text (a DCGM exporter scrape, a promtool dump, an OpenMetrics file)
+// when its first non-blank line is a comment or a sample ("name{" or "name value"), not a CSV
+// header.
+bool LooksLikeExpositionText(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const std::string_view line = NextLine(text, pos);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    if (line.front() == '#') return true;
+    const size_t brace = line.find('{');
+    const size_t comma = line.find(',');
+    return brace != std::string_view::npos && (comma == std::string_view::npos || brace < comma);
+  }
+  return false;
+}
+
+void PrintDcgmReport(const std::string& path, const DcgmIngestReport& r, std::ostream& err) {
+  for (const std::string& issue : r.issues) err << "trace: " << path << ": " << issue << "\n";
+  err << "trace: " << r.series << " DCGM series (SM activity from " << SmSourceName(kSmActive)
+      << ": " << r.sm_source_series[kSmActive] << ", " << SmSourceName(kGrEngineActive) << ": "
+      << r.sm_source_series[kGrEngineActive] << ", " << SmSourceName(kGpuUtil) << ": "
+      << r.sm_source_series[kGpuUtil] << "), " << r.kube_state_series
+      << " kube-state-metrics series; owners from kube-state-metrics " << r.owner_from_kube_state
+      << ", from pod names " << r.owner_from_pod_name << ", bare pods " << r.owner_bare_pod
+      << "; allocations from requests " << r.allocation_from_request << ", from DCGM "
+      << r.allocation_from_dcgm << "\n";
+  err << "trace: " << r.samples << " samples, " << r.accepted << " accepted, " << r.already_ingested
+      << " already ingested (skipped), " << r.refused << " refused, " << r.without_sm
+      << " without SM activity, " << r.no_value_markers << " DCGM no-value markers, " << r.no_pod
+      << " on GPUs without a pod; " << r.shared_device_samples
+      << " split between pods of a shared GPU (estimates)\n";
+}
+
 }  // namespace
 
 int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
@@ -70,8 +107,14 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
       "Replay a GPU sample trace into the decaying histograms (restoring and saving a "
       "checkpoint), charge new usage to the ledger, and print one recommendation per "
       "workload-container. Exit 0 on success, 1 on failure, 2 on bad usage.");
-  app->add_option("--trace", trace_path, "trace CSV to replay (see README, Trace format)")
+  std::string trace_format = "auto";
+  app->add_option("--trace", trace_path,
+                  "trace to replay: a CSV (README, Trace format) or exposition text (a DCGM "
+                  "exporter / kube-state-metrics scrape, a promtool dump, OpenMetrics)")
       ->required();
+  app->add_option("--trace-format", trace_format,
+                  "auto (by content), csv, or openmetrics (Prometheus / OpenMetrics text)")
+      ->check(CLI::IsMember({"auto", "csv", "openmetrics"}));
   app->add_option("--checkpoint", checkpoint_path, "checkpoint file to restore from and save to");
   app->add_option("--format", format_text, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
@@ -154,13 +197,44 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
     ledger = std::move(opened).value();
   }
 
-  TraceReplayer replayer(store, GpuCatalog::BuiltIn(), config->cost_centers, replay_options);
-  Result<TraceReplayReport> report = replayer.ReplayFile(trace_path);
-  if (!report.ok()) {
-    err << "trace: " << trace_path << ": " << report.status().message() << "\n";
-    return kExitFailure;
+  bool exposition = trace_format == "openmetrics";
+  Result<std::string> text("");
+  if (trace_format != "csv") {
+    text = ReadWholeFile(trace_path);
+    if (!text.ok()) {
+      err << "trace: " << trace_path << ": " << text.status().message() << "\n";
+      return kExitFailure;
+    }
+    exposition = exposition || LooksLikeExpositionText(*text);
   }
-  PrintTraceIssues(trace_path, *report, err);
+  if (exposition) {
+    // Samples without their own timestamp (a live scrape) are taken at --now.
+    Result<ExpositionParse> parsed = ParseExpositionText(*text, {TimestampUnit::kAuto, now_s});
+    if (!parsed.ok()) {
+      err << "trace: " << trace_path << ": " << parsed.status().message() << "\n";
+      return kExitFailure;
+    }
+    for (const ExpositionIssue& issue : parsed->issues)
+      err << "trace: " << trace_path << ":" << issue.line << ": " << issue.message << "\n";
+    if (parsed->malformed > parsed->issues.size())
+      err << "trace: ... and " << parsed->malformed - parsed->issues.size()
+          << " more malformed lines\n";
+    DcgmIngestOptions dcgm;
+    dcgm.cost_centers = config->cost_centers;
+    dcgm.now_s = now_s;
+    dcgm.max_future_skew_s = replay_options.max_future_skew_s;
+    DcgmIngester ingester(store, GpuCatalog::BuiltIn(), dcgm);
+    PrintDcgmReport(trace_path, ingester.Ingest(parsed->series), err);
+  } else {
+    text = std::string();  // the CSV replayer maps the file itself
+    TraceReplayer replayer(store, GpuCatalog::BuiltIn(), config->cost_centers, replay_options);
+    Result<TraceReplayReport> report = replayer.ReplayFile(trace_path);
+    if (!report.ok()) {
+      err << "trace: " << trace_path << ": " << report.status().message() << "\n";
+      return kExitFailure;
+    }
+    PrintTraceIssues(trace_path, *report, err);
+  }
   if (const size_t forgotten = store.ForgetStale(store.newest_sample_s()); forgotten > 0)
     err << "store: forgot " << forgotten << " workload-containers with no sample in the last "
         << store.options().history_s / 86400 << " days before "

@@ -108,12 +108,6 @@ Status HeaderError(std::string_view problem, std::string_view header) {
   return InvalidArgumentError(message);
 }
 
-std::string Number(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
 }  // namespace
 
 TraceReplayer::TraceReplayer(FleetStore& store, const GpuCatalog& catalog,
@@ -201,7 +195,7 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
     if (!(*time <= latest_allowed_s) || *time >= kMaxSampleTimeS) {
       reject_value(kTimestamp, "is in the future (later than now " +
                                    FormatTimestamp(*options_.now_s) + " + " +
-                                   Number(options_.max_future_skew_s) + " s)");
+                                   FormatNumber(options_.max_future_skew_s) + " s)");
       continue;
     }
     bool empty_id = false;
@@ -301,7 +295,8 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
     const WorkloadState& st = store_.state(*row);
     if (sample.vram_bytes > st.unit.vram_limit_bytes) {
       reject_value(kVramBytes, "is more than the " + st.identity.gpu_model() + "'s " +
-                                   Number(st.unit.vram_limit_bytes) + " bytes of device memory");
+                                   FormatNumber(st.unit.vram_limit_bytes) +
+                                   " bytes of device memory");
       continue;
     }
     ++vram_rows;
@@ -333,14 +328,14 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
     return FailedPreconditionError(
         "column sm_active looks like percent, not a ratio: " +
         std::to_string(sm_percent_like_rows) + " of " + std::to_string(report.rows) +
-        " rows are in 1..100 (largest " + Number(sm_largest) +
+        " rows are in 1..100 (largest " + FormatNumber(sm_largest) +
         "); nothing was saved. If the column is a percentage (DCGM_FI_DEV_GPU_UTIL), pass "
         "--sm-unit percent");
   if (options_.vram_unit == VramUnit::kBytes && vram_rows >= kUnitEvidenceMinRows &&
       vram_largest > 0 && vram_largest < kSmallestPlausibleVramPeakBytes)
     return FailedPreconditionError(
         "column vram_bytes looks like MiB, not bytes: the largest of " + std::to_string(vram_rows) +
-        " values is " + Number(vram_largest) +
+        " values is " + FormatNumber(vram_largest) +
         " (under 1 MiB; a CUDA context alone holds hundreds of MiB); nothing was saved. If the "
         "column is MiB (DCGM_FI_DEV_FB_USED), pass --vram-unit mib");
   return report;

@@ -35,7 +35,8 @@ struct Recommendation {
   double history_s = 0;
   uint64_t sample_count = 0;
   uint32_t cuda_oom_count = 0;
-  bool vram_set_by_allocator = false;  // flat, high residency with low compute: a pool allocator
+  bool shared_device_estimate = false;  // split from a shared device's counters (estimate)
+  bool vram_set_by_allocator = false;   // flat, high residency with low compute: a pool allocator
 };
 
 // The wire form, with the identity of the store row and the reason a target is withheld.

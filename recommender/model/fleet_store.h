@@ -97,6 +97,7 @@ struct WorkloadState {
   double used_vram_gpu_seconds = 0;
   double used_sm_gpu_seconds = 0;
   uint32_t cuda_oom_count = 0;
+  bool shared_device_estimate = false;  // usage split between the pods of one device
   double vram_previous_window_peak_bytes = -1;
   double vram_history_peak_bytes = 0;  // the largest VRAM sample since tracking began
   // Device time ingested but not yet charged to the ledger, and the span of its samples; the
@@ -174,6 +175,10 @@ class FleetStore {
   HistogramRow mutable_vram_row(uint32_t row);
   HistogramRow mutable_sm_row(uint32_t row);
   void set_reference_time_s(double reference_time_s);
+  // How far a live source (Prometheus) has been read: the next poll starts after it. Kept in
+  // the checkpoint; 0 when nothing was read from a live source.
+  double source_through_s() const { return source_through_s_; }
+  void set_source_through_s(double time_s) { source_through_s_ = time_s; }
   void NoteRestoredSampleTime(double time_s) {
     newest_sample_s_ = std::max(newest_sample_s_, time_s);
   }
@@ -183,6 +188,7 @@ class FleetStore {
   double FactorAt(double time_s);
   void AddVramPeak(uint32_t row, WorkloadState& st, double time_s, double value_bytes);
 
+  double source_through_s_ = 0;
   FleetStoreOptions options_;
   Bucketing vram_bucketing_;
   Bucketing sm_bucketing_;

@@ -53,6 +53,8 @@ std::string Note(const v1::Recommendation& r, bool narrow) {
     add(narrow ? "needs larger GPU"
                : "needs a larger GPU (p98 above " + Gib(r.vram_limit_bytes()) + " GiB)");
   if (r.vram_set_by_allocator() && !narrow) add("VRAM set by allocator config");
+  if (r.shared_device_estimate())
+    add(narrow ? "shared GPU: estimate" : "shared GPU: usage split between pods (estimate)");
   if (r.cuda_oom_count() > 0) add(std::to_string(r.cuda_oom_count()) + " CUDA OOM");
   return note;
 }

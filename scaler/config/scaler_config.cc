@@ -4,31 +4,10 @@
 #include "core/base/atomic_file.h"
 #include "core/base/names.h"
 #include "core/base/yaml_fields.h"
+#include "core/net/http_client_config.h"
 
 namespace gpuvpa::scaler {
 namespace {
-
-// A required or optional string field; `out` keeps its default when the key is absent.
-Status ReadString(const YAML::Node& map, const YamlField& f, std::string_view key, std::string& out,
-                  bool required = false) {
-  const YAML::Node node = map[std::string(key)];
-  if (!node) return required ? f[key].Error("is required") : OkStatus();
-  Result<std::string> v = f[key].String(node);
-  if (!v.ok()) return v.status();
-  if (v->empty()) return f[key].Error("must not be empty");
-  out = std::move(v).value();
-  return OkStatus();
-}
-
-Status ReadInt(const YAML::Node& map, const YamlField& f, std::string_view key, long long min,
-               long long max, auto& out) {
-  const YAML::Node node = map[std::string(key)];
-  if (!node) return OkStatus();
-  Result<long long> v = f[key].Integer(node, min, max);
-  if (!v.ok()) return v.status();
-  out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
-  return OkStatus();
-}
 
 Result<std::string> ReadSecretFile(const YamlField& f, const std::string& path) {
   Result<std::string> text = ReadWholeFile(path);
@@ -51,7 +30,7 @@ Status ParseRedis(const YAML::Node& list, const YamlField& f, ScalerConfig& c) {
           "TLS to Redis is not supported by this build (Debian's hiredis 0.14 has no TLS)");
     RedisBackendConfig r;
     std::string address;
-    GPUVPA_RETURN_IF_ERROR(ReadString(n, e, "address", address, true));
+    GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, e, "address", address, true));
     const size_t colon = address.rfind(':');
     long long port = 0;
     if (colon == std::string::npos || colon == 0 ||
@@ -60,15 +39,15 @@ Status ParseRedis(const YAML::Node& list, const YamlField& f, ScalerConfig& c) {
     port = *e["address"].Integer(YAML::Node(address.substr(colon + 1)), 1, 65535);
     r.host = address.substr(0, colon);
     r.port = static_cast<int>(port);
-    GPUVPA_RETURN_IF_ERROR(ReadString(n, e, "username", r.username));
+    GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, e, "username", r.username));
     std::string password_file;
-    GPUVPA_RETURN_IF_ERROR(ReadString(n, e, "password_file", password_file));
+    GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, e, "password_file", password_file));
     if (!password_file.empty()) {
       Result<std::string> pw = ReadSecretFile(e["password_file"], password_file);
       if (!pw.ok()) return pw.status();
       r.password = std::move(pw).value();
     }
-    GPUVPA_RETURN_IF_ERROR(ReadInt(n, e, "max_connections", 1, 64, r.max_connections));
+    GPUVPA_RETURN_IF_ERROR(ReadYamlInt(n, e, "max_connections", 1, 64, r.max_connections));
     for (const RedisBackendConfig& other : c.redis)
       if (other.Address() == r.Address())
         return e["address"].Error("\"" + address + "\" is listed twice");
@@ -82,34 +61,15 @@ Status ParsePrometheus(const YAML::Node& list, const YamlField& f, ScalerConfig&
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node& n = list[i];
     const YamlField e = f[i];
-    GPUVPA_RETURN_IF_ERROR(
-        e.CheckKeys(n, {"server_address", "ca_file", "client_cert_file", "client_key_file",
-                        "insecure_skip_verify", "bearer_token_file", "basic_auth_user",
-                        "basic_auth_password_file", "max_concurrent_reads"}));
+    GPUVPA_RETURN_IF_ERROR(e.CheckKeys(n, WithHttpEndpointKeys({"max_concurrent_reads"})));
     PrometheusBackendConfig p;
-    std::string address;
-    GPUVPA_RETURN_IF_ERROR(ReadString(n, e, "server_address", address, true));
-    p.server_address = NormalizeServerAddress(address);
-    p.http.base_url = p.server_address;
-    GPUVPA_RETURN_IF_ERROR(ReadString(n, e, "ca_file", p.http.ca_file));
-    GPUVPA_RETURN_IF_ERROR(ReadString(n, e, "client_cert_file", p.http.client_cert_file));
-    GPUVPA_RETURN_IF_ERROR(ReadString(n, e, "client_key_file", p.http.client_key_file));
-    GPUVPA_RETURN_IF_ERROR(ReadString(n, e, "bearer_token_file", p.http.bearer_token_file));
-    GPUVPA_RETURN_IF_ERROR(ReadString(n, e, "basic_auth_user", p.http.basic_auth_user));
+    GPUVPA_RETURN_IF_ERROR(ReadHttpEndpoint(n, e, p.http));
+    p.server_address = p.http.base_url;
     GPUVPA_RETURN_IF_ERROR(
-        ReadString(n, e, "basic_auth_password_file", p.http.basic_auth_password_file));
-    if (n["insecure_skip_verify"]) {
-      Result<bool> skip = e["insecure_skip_verify"].Bool(n["insecure_skip_verify"]);
-      if (!skip.ok()) return skip.status();
-      p.http.verify_peer = !*skip;
-    }
-    GPUVPA_RETURN_IF_ERROR(ReadInt(n, e, "max_concurrent_reads", 1, 64, p.max_concurrent_reads));
-    // The client checks the URL and loads every file now, so a wrong path fails at start.
-    if (Result<std::shared_ptr<HttpClient>> probe = HttpClient::Create(p.http); !probe.ok())
-      return e.Error(probe.status().message());
+        ReadYamlInt(n, e, "max_concurrent_reads", 1, 64, p.max_concurrent_reads));
     for (const PrometheusBackendConfig& other : c.prometheus)
       if (other.server_address == p.server_address)
-        return e["server_address"].Error("\"" + address + "\" is listed twice");
+        return e["server_address"].Error("\"" + p.server_address + "\" is listed twice");
     c.prometheus.push_back(std::move(p));
   }
   return OkStatus();
@@ -118,13 +78,14 @@ Status ParsePrometheus(const YAML::Node& list, const YamlField& f, ScalerConfig&
 Status ParseLimits(const YAML::Node& n, const YamlField& f, ScalerLimits& l) {
   GPUVPA_RETURN_IF_ERROR(f.CheckKeys(n, {"max_scaled_objects", "max_queues", "max_push_queues",
                                          "idle_seconds", "max_pending_reads"}));
-  GPUVPA_RETURN_IF_ERROR(ReadInt(n, f, "max_scaled_objects", 1, 10'000'000, l.max_scaled_objects));
-  GPUVPA_RETURN_IF_ERROR(ReadInt(n, f, "max_queues", 1, 10'000'000, l.max_queues));
-  GPUVPA_RETURN_IF_ERROR(ReadInt(n, f, "max_push_queues", 1, 10'000'000, l.max_push_queues));
+  GPUVPA_RETURN_IF_ERROR(
+      ReadYamlInt(n, f, "max_scaled_objects", 1, 10'000'000, l.max_scaled_objects));
+  GPUVPA_RETURN_IF_ERROR(ReadYamlInt(n, f, "max_queues", 1, 10'000'000, l.max_queues));
+  GPUVPA_RETURN_IF_ERROR(ReadYamlInt(n, f, "max_push_queues", 1, 10'000'000, l.max_push_queues));
   long long idle = l.idle.count();
-  GPUVPA_RETURN_IF_ERROR(ReadInt(n, f, "idle_seconds", 1, 30 * 86400, idle));
+  GPUVPA_RETURN_IF_ERROR(ReadYamlInt(n, f, "idle_seconds", 1, 30 * 86400, idle));
   l.idle = std::chrono::seconds(idle);
-  GPUVPA_RETURN_IF_ERROR(ReadInt(n, f, "max_pending_reads", 1, 1'000'000, l.max_pending_reads));
+  GPUVPA_RETURN_IF_ERROR(ReadYamlInt(n, f, "max_pending_reads", 1, 1'000'000, l.max_pending_reads));
   return OkStatus();
 }
 

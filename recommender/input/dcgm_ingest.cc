@@ -1,0 +1,324 @@
+// DCGM + kube-state-metrics → fleet store samples.
+#include "recommender/input/dcgm_ingest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "core/base/names.h"
+
+namespace gpuvpa::recommender {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+// DCGM's blank values start at DCGM_FP64_BLANK / DCGM_INT64_BLANK-range markers.
+constexpr double kDcgmNoValue = 9223372036854775792.0;
+constexpr size_t kMaxIssues = 20;
+
+enum MetricKind { kVramKind = kSmSourceCount, kOtherKind };
+
+bool In(const std::vector<std::string>& names, const std::string& metric) {
+  return std::find(names.begin(), names.end(), metric) != names.end();
+}
+
+std::string_view FirstLabel(const LabeledSeries& s, const std::vector<std::string>& names) {
+  for (const std::string& n : names)
+    if (std::string_view v = s.Label(n); !v.empty()) return v;
+  return {};
+}
+
+bool ParseIndex(std::string_view text, int& out) {
+  if (text.empty() || text.size() > 4) return false;
+  out = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    out = out * 10 + (c - '0');
+  }
+  return true;
+}
+
+struct Entry {
+  std::string device_key;  // host | uuid | gpu | GPU_I_ID
+  std::string host, uuid, model, mig_profile;
+  int device = -1;
+  std::string ns, pod, container;
+  const LabeledSeries* vram = nullptr;
+  std::array<const LabeledSeries*, kSmSourceCount> sm{};
+};
+
+int64_t TimeKey(double time_s) { return std::llround(time_s * 1000); }
+
+// The value of `series` at `time_s` (same millisecond), walking forward from `cursor`.
+std::optional<double> ValueAt(const LabeledSeries& series, double time_s, size_t& cursor) {
+  const int64_t key = TimeKey(time_s);
+  while (cursor < series.points.size() && TimeKey(series.points[cursor].time_s) < key) ++cursor;
+  if (cursor < series.points.size() && TimeKey(series.points[cursor].time_s) == key)
+    return series.points[cursor].value;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* SmSourceName(SmSource source) {
+  switch (source) {
+    case kSmActive:
+      return "sm_active";
+    case kGrEngineActive:
+      return "gr_engine_active";
+    case kGpuUtil:
+      return "gpu_util";
+    case kSmSourceCount:
+      break;
+  }
+  return "?";
+}
+
+DcgmIngester::DcgmIngester(FleetStore& store, const GpuCatalog& catalog, DcgmIngestOptions options)
+    : store_(store),
+      catalog_(catalog),
+      options_(std::move(options)),
+      kube_state_(options_.kube_state) {}
+
+DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
+  const DcgmNames& names = options_.names;
+  DcgmIngestReport report;
+  auto issue = [&](std::string text) {
+    if (report.issues.size() < kMaxIssues) report.issues.push_back(std::move(text));
+  };
+
+  // 1. kube-state-metrics first: owners and requests apply to this batch's usage.
+  for (const LabeledSeries& s : batch)
+    if (kube_state_.Add(s)) ++report.kube_state_series;
+
+  // 2. Usage series by device and pod.
+  std::map<std::string, Entry> entries;
+  for (const LabeledSeries& s : batch) {
+    int kind = kOtherKind;
+    if (In(names.vram_mib, s.metric))
+      kind = kVramKind;
+    else if (In(names.sm_active, s.metric))
+      kind = kSmActive;
+    else if (In(names.gr_engine_active, s.metric))
+      kind = kGrEngineActive;
+    else if (In(names.gpu_util_percent, s.metric))
+      kind = kGpuUtil;
+    if (kind == kOtherKind) continue;
+    ++report.series;
+    // Pod labels: the first variant set whose pod is present.
+    std::string_view ns, pod, container;
+    for (size_t i = 0; i < names.pod_labels.size(); ++i) {
+      pod = s.Label(names.pod_labels[i]);
+      if (pod.empty()) continue;
+      ns = i < names.namespace_labels.size() ? s.Label(names.namespace_labels[i]) : "";
+      container = i < names.container_labels.size() ? s.Label(names.container_labels[i]) : "";
+      if (In(names.exporter_containers, std::string(container))) pod = {};
+      break;
+    }
+    if (pod.empty() || ns.empty() || container.empty()) {
+      if (kind == kVramKind) report.no_pod += s.points.size();
+      continue;
+    }
+    Entry e;
+    e.host = FirstLabel(s, names.host_labels);
+    e.uuid = FirstLabel(s, names.uuid_labels);
+    e.model = s.Label(names.model_label);
+    e.mig_profile = s.Label(names.mig_profile_label);
+    int gpu = 0, gi = -1;
+    (void)ParseIndex(s.Label(names.gpu_index_label), gpu);
+    if (!e.mig_profile.empty() && !ParseIndex(s.Label(names.mig_instance_label), gi)) {
+      issue("series " + s.metric + " of pod " + std::string(ns) + "/" + std::string(pod) + ": " +
+            names.mig_profile_label + " \"" + e.mig_profile + "\" without a valid " +
+            names.mig_instance_label);
+      continue;
+    }
+    e.device = gi >= 0 ? 1000 * (gpu + 1) + gi : gpu;
+    e.device_key = e.host + "|" + e.uuid + "|" + std::to_string(e.device);
+    e.ns = ns;
+    e.pod = pod;
+    e.container = container;
+    std::string key = e.device_key + '\x1f' + e.ns + '/' + e.pod + '/' + e.container;
+    Entry& slot = entries.try_emplace(std::move(key), std::move(e)).first->second;
+    if (kind == kVramKind) {
+      slot.vram = &s;
+    } else {
+      slot.sm[static_cast<size_t>(kind)] = &s;
+    }
+    if (slot.model.empty()) slot.model = s.Label(names.model_label);
+  }
+
+  // 3. How many pods report each device at each time (the shared-device split).
+  std::unordered_map<std::string, std::unordered_map<int64_t, int>> pods_at;
+  std::unordered_map<std::string, int> max_pods;
+  std::map<std::string, int> devices_of_container;  // ns/pod/container → devices
+  for (const auto& [key, e] : entries) {
+    if (e.vram == nullptr) continue;
+    ++devices_of_container[e.ns + '/' + e.pod + '/' + e.container];
+    auto& counts = pods_at[e.device_key];
+    for (const MetricPoint& p : e.vram->points) {
+      const int n = ++counts[TimeKey(p.time_s)];
+      int& m = max_pods[e.device_key];
+      m = std::max(m, n);
+    }
+  }
+
+  // 4. Samples, collected and then ingested in time order.
+  struct Pending {
+    double time_s;
+    uint32_t row;
+    uint32_t series;
+    GpuSample sample;
+  };
+  std::vector<Pending> pending;
+  const double latest_allowed_s = options_.now_s + options_.max_future_skew_s;
+  for (const auto& [key, e] : entries) {
+    if (e.vram == nullptr) continue;
+    const std::string who = e.ns + "/" + e.pod + "/" + e.container + " on " +
+                            (e.host.empty() ? std::string() : e.host + " ") + "GPU " +
+                            (e.uuid.empty() ? std::to_string(e.device) : e.uuid) +
+                            (e.mig_profile.empty() ? "" : " MIG " + e.mig_profile);
+    int source = kSmSourceCount;
+    for (int s = 0; s < kSmSourceCount; ++s) {
+      if (e.sm[static_cast<size_t>(s)] != nullptr &&
+          !e.sm[static_cast<size_t>(s)]->points.empty()) {
+        source = s;
+        break;
+      }
+    }
+    Result<const GpuModel*> model = catalog_.FindModel(e.model);
+    if (!model.ok()) {
+      report.refused += e.vram->points.size();
+      issue(who + ": " + names.model_label + ": " + model.status().message());
+      continue;
+    }
+    const PodOwner owner = kube_state_.ResolveOwner(e.ns, e.pod);
+    const int replicas = options_.shared_replicas > 0 ? options_.shared_replicas
+                                                      : std::max(1, max_pods[e.device_key]);
+    std::optional<GpuAllocation> allocation =
+        kube_state_.Request(e.ns, e.pod, e.container, replicas, *model);
+    if (allocation) {
+      ++report.allocation_from_request;
+    } else {
+      ++report.allocation_from_dcgm;
+      GpuAllocation a;
+      if (!e.mig_profile.empty()) {
+        a.kind = AllocationKind::kMigInstance;
+        a.mig_profile = e.mig_profile;
+      } else if (replicas > 1) {
+        a.kind = AllocationKind::kSharedReplica;
+        a.shared_replicas = replicas;
+      } else {
+        a.count = devices_of_container[e.ns + '/' + e.pod + '/' + e.container];
+      }
+      allocation = a;
+    }
+    Result<AllocationUnit> unit = ResolveAllocationUnit(*allocation, **model);
+    if (!unit.ok()) {
+      report.refused += e.vram->points.size();
+      issue(who + ": " + unit.status().message());
+      continue;
+    }
+    v1::WorkloadIdentity id;
+    id.set_namespace_name(e.ns);
+    id.set_owner_kind(owner.kind);
+    id.set_owner_name(owner.name);
+    id.set_container(e.container);
+    id.set_gpu_model((*model)->name);
+    id.set_allocation(allocation->ToString());
+    id.set_cost_center(kube_state_.CostCenter(options_.cost_centers, e.ns, owner));
+    Status valid = ValidateIdentity(id);
+    if (valid.ok()) valid = ValidateObjectName("pod", e.pod);
+    if (!valid.ok()) {
+      report.refused += e.vram->points.size();
+      issue(who + ": " + valid.message());
+      continue;
+    }
+    switch (owner.source) {
+      case OwnerSource::kKubeStateMetrics:
+        ++report.owner_from_kube_state;
+        break;
+      case OwnerSource::kPodNameRule:
+        ++report.owner_from_pod_name;
+        break;
+      case OwnerSource::kBarePod:
+        ++report.owner_bare_pod;
+        break;
+    }
+    if (source < kSmSourceCount) ++report.sm_source_series[static_cast<size_t>(source)];
+    const uint32_t row = store_.Track(id, *unit);
+    const uint32_t series = store_.TrackDevice(row, e.pod, e.device);
+    const auto& counts = pods_at[e.device_key];
+    const double limit = store_.state(row).unit.vram_limit_bytes;
+    size_t cursor = 0;
+    for (const MetricPoint& p : e.vram->points) {
+      ++report.samples;
+      if (p.value >= kDcgmNoValue) {
+        ++report.no_value_markers;
+        continue;
+      }
+      if (!(p.time_s >= kMinSampleTimeS) || !(p.time_s <= latest_allowed_s) || !(p.value >= 0)) {
+        ++report.refused;
+        issue(who + ": sample at " + FormatNumber(p.time_s) + " with " + FormatNumber(p.value) +
+              " MiB is out of range (time before 2000 or in the future, or negative)");
+        continue;
+      }
+      std::optional<double> sm;
+      if (source < kSmSourceCount)
+        sm = ValueAt(*e.sm[static_cast<size_t>(source)], p.time_s, cursor);
+      if (!sm) {
+        ++report.without_sm;
+        continue;
+      }
+      if (*sm >= kDcgmNoValue) {
+        ++report.no_value_markers;
+        continue;
+      }
+      double ratio = source == kGpuUtil ? *sm / 100 : *sm;
+      if (!(ratio >= 0 && ratio <= 1.0 + 1e-9)) {
+        ++report.refused;
+        issue(who + ": " + SmSourceName(static_cast<SmSource>(source)) + " " + FormatNumber(*sm) +
+              " at " + FormatNumber(p.time_s) + " is out of range");
+        continue;
+      }
+      const auto k_it = counts.find(TimeKey(p.time_s));
+      const int k = k_it == counts.end() ? 1 : std::max(1, k_it->second);
+      GpuSample sample;
+      sample.time_s = p.time_s;
+      sample.vram_bytes = p.value * kMiB / k;
+      sample.sm_ratio = std::min(1.0, ratio) / k;
+      if (limit > 0 && sample.vram_bytes > limit) {
+        ++report.refused;
+        issue(who + ": " + FormatNumber(p.value) + " MiB at " + FormatNumber(p.time_s) +
+              " is more than the allocation can hold (" + FormatNumber(limit / kMiB) + " MiB)");
+        continue;
+      }
+      if (k > 1) {
+        ++report.shared_device_samples;
+        store_.mutable_state(row).shared_device_estimate = true;
+      }
+      pending.push_back({p.time_s, row, series, sample});
+    }
+  }
+  std::stable_sort(pending.begin(), pending.end(),
+                   [](const Pending& a, const Pending& b) { return a.time_s < b.time_s; });
+  bool have_time = false;
+  for (const Pending& p : pending) {
+    switch (store_.Ingest(p.row, p.series, p.sample)) {
+      case IngestOutcome::kAlreadyIngested:
+        ++report.already_ingested;
+        continue;
+      case IngestOutcome::kInvalid:
+        ++report.refused;
+        continue;
+      case IngestOutcome::kAdded:
+        break;
+    }
+    ++report.accepted;
+    if (!have_time) report.first_time_s = p.time_s;
+    have_time = true;
+    report.last_time_s = p.time_s;
+  }
+  return report;
+}
+
+}  // namespace gpuvpa::recommender

@@ -1,0 +1,111 @@
+// DCGM exporter series (VRAM, SM activity) joined with kube-state-metrics (owners, requests,
+// cost centers) into the fleet store's samples, from Prometheus query results or exposition
+// text. Facts: shared/DESIGN.md, "Metric sources".
+//
+// Mapping, per series:
+//  - VRAM: DCGM_FI_DEV_FB_USED (MiB). SM activity: DCGM_FI_PROF_SM_ACTIVE, else
+//    DCGM_FI_PROF_GR_ENGINE_ACTIVE, else DCGM_FI_DEV_GPU_UTIL / 100 — the best one present for
+//    the series is used for all its samples and counted in the report.
+//  - Pod: exported_pod/exported_namespace/exported_container (honorLabels: false), else
+//    pod/namespace/container unless the container is the exporter itself (then the GPU has no
+//    pod), else the old pod_name/pod_namespace/container_name. Empty values: no pod.
+//  - Device: Hostname|hostname, UUID|uuid, gpu; a MIG instance adds GPU_I_PROFILE and GPU_I_ID
+//    (the series' device number is 1000 * (gpu + 1) + GPU_I_ID, whole GPUs keep gpu).
+//  - Model: modelName through the GPU catalog.
+//  - Owner, allocation and cost center from kube-state-metrics (see kube_state.h); without a
+//    request the allocation is what DCGM shows (a MIG profile, a shared device, one GPU).
+//
+// Shared devices (the rule, also in the README): DCGM's counters are per device. When k pods
+// report the same device at the same time, each pod gets 1/k of the device's VRAM and of its SM
+// activity, so the pods' shares add up to the device; such workloads are flagged
+// `shared_device_estimate` in every output. Values of 9223372036854775792 and above are DCGM's
+// "no value" markers and skipped.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/cost/cost_center.h"
+#include "core/gpu/gpu_catalog.h"
+#include "core/metrics/labeled_series.h"
+#include "recommender/input/kube_state.h"
+#include "recommender/model/fleet_store.h"
+
+namespace gpuvpa::recommender {
+
+struct DcgmNames {
+  std::vector<std::string> vram_mib = {"DCGM_FI_DEV_FB_USED", "dcgm_fb_used"};
+  // SM activity sources in order of preference; the last is a percentage.
+  std::vector<std::string> sm_active = {"DCGM_FI_PROF_SM_ACTIVE"};
+  std::vector<std::string> gr_engine_active = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"};
+  std::vector<std::string> gpu_util_percent = {"DCGM_FI_DEV_GPU_UTIL", "dcgm_gpu_utilization"};
+  // Label variants, in order of preference (index i of each list forms one set).
+  std::vector<std::string> pod_labels = {"exported_pod", "pod", "pod_name"};
+  std::vector<std::string> namespace_labels = {"exported_namespace", "namespace", "pod_namespace"};
+  std::vector<std::string> container_labels = {"exported_container", "container", "container_name"};
+  std::vector<std::string> host_labels = {"Hostname", "hostname"};
+  std::vector<std::string> uuid_labels = {"UUID", "uuid"};
+  std::string gpu_index_label = "gpu";
+  std::string mig_profile_label = "GPU_I_PROFILE";
+  std::string mig_instance_label = "GPU_I_ID";
+  std::string model_label = "modelName";
+  // With honorLabels: false a GPU without a pod carries the exporter's own pod labels.
+  std::vector<std::string> exporter_containers = {"nvidia-dcgm-exporter", "dcgm-exporter"};
+};
+
+enum SmSource { kSmActive = 0, kGrEngineActive = 1, kGpuUtil = 2, kSmSourceCount = 3 };
+const char* SmSourceName(SmSource source);
+
+struct DcgmIngestOptions {
+  DcgmNames names;
+  KubeStateNames kube_state;
+  CostCenterRules cost_centers;
+  // Ways a time-sliced GPU is shared (the device plugin's `replicas`); 0: the most pods seen on
+  // the device at one time.
+  int shared_replicas = 0;
+  // Samples later than now + skew are refused (a clock error must not move the fleet's clock).
+  double now_s = 0;
+  double max_future_skew_s = 300;
+};
+
+struct DcgmIngestReport {
+  size_t series = 0;  // DCGM usage series read (VRAM and SM)
+  size_t kube_state_series = 0;
+  size_t samples = 0;  // VRAM points joined to a pod
+  size_t accepted = 0;
+  size_t already_ingested = 0;
+  size_t refused = 0;                // out of range, above the device, unknown model, bad names
+  size_t no_pod = 0;                 // points of GPUs no pod holds (idle devices)
+  size_t no_value_markers = 0;       // DCGM's "no value" markers
+  size_t without_sm = 0;             // VRAM points with no SM activity at the same time
+  size_t shared_device_samples = 0;  // split between pods of one device (estimates)
+  std::array<size_t, kSmSourceCount> sm_source_series{};  // series per chosen SM source
+  size_t owner_from_kube_state = 0, owner_from_pod_name = 0, owner_bare_pod = 0;
+  size_t allocation_from_request = 0, allocation_from_dcgm = 0;
+  std::vector<std::string> issues;           // the first 20, each naming the series and the problem
+  double first_time_s = 0, last_time_s = 0;  // of accepted samples
+};
+
+class DcgmIngester {
+ public:
+  DcgmIngester(FleetStore& store, const GpuCatalog& catalog, DcgmIngestOptions options);
+
+  // One batch of series over one time range: DCGM usage series and, optionally, the
+  // kube-state-metrics series for the same range (kept for later batches too). Samples enter
+  // the store in time order through its idempotent per-series ingest.
+  DcgmIngestReport Ingest(std::span<const LabeledSeries> series);
+
+  const KubeState& kube_state() const { return kube_state_; }
+
+ private:
+  FleetStore& store_;
+  const GpuCatalog& catalog_;
+  DcgmIngestOptions options_;
+  KubeState kube_state_;
+};
+
+}  // namespace gpuvpa::recommender

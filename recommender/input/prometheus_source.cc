@@ -1,0 +1,235 @@
+// Prometheus polling: chunks, host batches, retries.
+#include "recommender/input/prometheus_source.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "core/base/names.h"
+#include "core/metrics/prometheus_api.h"
+
+namespace gpuvpa::recommender {
+namespace {
+
+std::string JoinAlternatives(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : "|") + n;
+  return out;
+}
+
+// A PromQL regex alternative that matches `value` literally.
+std::string RegexLiteral(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (std::string_view(".+*?()[]{}|^$\\").find(c) != std::string_view::npos) out += "\\\\";
+    if (c == '"') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string Seconds(double s) { return FormatNumber(s); }
+
+bool Retryable(int status) {
+  return status == 429 || status == 502 || status == 503 || status == 504;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PrometheusSource>> PrometheusSource::Create(
+    PrometheusSourceOptions options) {
+  if (!(options.step_s >= 1))
+    return InvalidArgumentError("prometheus step " + FormatNumber(options.step_s) +
+                                " s is below 1 s");
+  if (!(options.chunk_s >= options.step_s))
+    return InvalidArgumentError("prometheus chunk " + FormatNumber(options.chunk_s) +
+                                " s is shorter than the step");
+  // Prometheus refuses more than 11,000 points per series in one query_range.
+  if (options.chunk_s / options.step_s > 10000)
+    return InvalidArgumentError("prometheus chunk " + FormatNumber(options.chunk_s) +
+                                " s holds more than 10,000 steps of " +
+                                FormatNumber(options.step_s) + " s");
+  if (options.max_retries < 0 || options.max_retries > 10)
+    return InvalidArgumentError("prometheus max_retries " + std::to_string(options.max_retries) +
+                                " is not in 0..10");
+  Result<std::shared_ptr<HttpClient>> client = HttpClient::Create(options.http);
+  if (!client.ok()) return client.status();
+  return std::unique_ptr<PrometheusSource>(
+      new PrometheusSource(std::move(options), std::move(client).value()));
+}
+
+PrometheusSource::PrometheusSource(PrometheusSourceOptions options,
+                                   std::shared_ptr<HttpClient> client)
+    : options_(std::move(options)), client_(std::move(client)), jitter_(std::random_device{}()) {}
+
+std::vector<QueriedRange> PrometheusSource::queried_ranges() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queried_;
+}
+
+Result<HttpResponse> PrometheusSource::Get(const std::string& target, const std::string& query,
+                                           PollResult& poll) {
+  double backoff = options_.backoff_initial_s;
+  Status last;
+  for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
+    if (attempt > 0) {
+      ++poll.retries;
+      std::uniform_real_distribution<double> jitter(0.5, 1.0);
+      std::this_thread::sleep_for(std::chrono::duration<double>(backoff * jitter(jitter_)));
+      backoff = std::min(backoff * 2, options_.backoff_max_s);
+    }
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::milliseconds(static_cast<int64_t>(options_.request_timeout_s * 1000));
+    Result<HttpResponse> response = client_->Get(target, deadline);
+    if (!response.ok()) {
+      last = UnavailableError("Prometheus query \"" + query + "\": " + response.status().message());
+      continue;
+    }
+    if (Retryable(response->status)) {
+      last = UnavailableError("Prometheus query \"" + query + "\": HTTP " +
+                              std::to_string(response->status) + " after " +
+                              std::to_string(attempt + 1) + " attempts");
+      double after = 0;
+      const std::string& ra = response->retry_after;
+      if (!ra.empty() && std::from_chars(ra.data(), ra.data() + ra.size(), after).ec == std::errc())
+        backoff = std::clamp(after, backoff, options_.backoff_max_s);
+      continue;
+    }
+    return response;
+  }
+  return last;
+}
+
+Result<std::vector<std::string>> PrometheusSource::Hosts(double from_s, double until_s,
+                                                         PollResult& poll) {
+  std::vector<std::string> hosts;
+  if (options_.hosts_per_query == 0) return hosts;
+  for (const std::string& label : options_.dcgm.host_labels) {
+    const std::string query = "label " + label + " values of " + options_.dcgm.vram_mib.front();
+    const std::string target =
+        "/api/v1/label/" + label + "/values?match[]=" +
+        UrlEncode("{__name__=~\"" + JoinAlternatives(options_.dcgm.vram_mib) + "\"" +
+                  (options_.selector.empty() ? "" : "," + options_.selector) + "}") +
+        "&start=" + Seconds(from_s) + "&end=" + Seconds(until_s);
+    Result<HttpResponse> response = Get(target, query, poll);
+    ++poll.queries;
+    if (!response.ok()) return response.status();
+    Result<std::vector<std::string>> values =
+        ParsePrometheusLabelValues(response->body, response->status, query);
+    if (!values.ok()) return values.status();
+    hosts.insert(hosts.end(), values->begin(), values->end());
+  }
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  return hosts;
+}
+
+std::string PrometheusSource::UsageQuery(const std::vector<std::string>& hosts, size_t begin,
+                                         size_t end) const {
+  const DcgmNames& n = options_.dcgm;
+  std::vector<std::string> metrics = n.vram_mib;
+  for (const auto* list : {&n.sm_active, &n.gr_engine_active, &n.gpu_util_percent})
+    metrics.insert(metrics.end(), list->begin(), list->end());
+  std::string base = "__name__=~\"" + JoinAlternatives(metrics) + "\"";
+  if (!options_.selector.empty()) base += "," + options_.selector;
+  if (begin == end) return "{" + base + "}";
+  // One alternative per host label spelling: a series carries one of them.
+  std::string host_regex;
+  for (size_t i = begin; i < end; ++i)
+    host_regex += (i == begin ? "" : "|") + RegexLiteral(hosts[i]);
+  std::string query;
+  for (const std::string& label : n.host_labels)
+    query += (query.empty() ? "" : " or ") + std::string("{") + base + "," + label + "=~\"" +
+             host_regex + "\"}";
+  return query;
+}
+
+PollResult PrometheusSource::Poll(double from_s, double until_s, const Sink& sink) {
+  PollResult poll;
+  poll.through_s = from_s;
+  const double step = options_.step_s;
+  // Aligned to the step, so that a restart asks for exactly the next points.
+  double start = (std::floor(from_s / step) + 1) * step;
+  const double last = std::floor(until_s / step) * step;
+  if (start > last) return poll;
+
+  // kube-state-metrics for the whole polled range: owners, requests, labels, annotations.
+  const KubeStateNames& k = options_.kube_state;
+  const std::string range = "[" + Seconds(std::max(step, last - start + step)) + "s]";
+  std::vector<std::pair<std::string, std::string>> ksm = {
+      {k.pod_owner, "max_over_time(" + k.pod_owner + range + ")"},
+      {k.replicaset_owner, "max_over_time(" + k.replicaset_owner + range + ")"},
+      {k.job_owner, "max_over_time(" + k.job_owner + range + ")"},
+      {k.requests, "max_over_time(" + k.requests + "{resource=~\"nvidia_com_.*\"}" + range + ")"},
+      {k.namespace_labels, "max_over_time(" + k.namespace_labels + range + ")"}};
+  for (const char* kind : {"deployment", "statefulset", "daemonset", "job", "cronjob"}) {
+    const std::string metric = std::string("kube_") + kind + k.annotations_suffix;
+    ksm.emplace_back(metric, "max_over_time(" + metric + range + ")");
+  }
+  std::vector<LabeledSeries> kube_state;
+  for (const auto& [metric, query] : ksm) {
+    Result<HttpResponse> response =
+        Get("/api/v1/query?query=" + UrlEncode(query) + "&time=" + Seconds(last), query, poll);
+    ++poll.queries;
+    Result<PrometheusQueryResult> parsed =
+        response.ok() ? ParsePrometheusResponse(response->body, response->status,
+                                                PrometheusResultType::kVector, query)
+                      : Result<PrometheusQueryResult>(response.status());
+    if (!parsed.ok()) {
+      poll.error = parsed.status();
+      return poll;
+    }
+    for (const std::string& w : parsed->warnings) poll.warnings.push_back(query + ": " + w);
+    for (LabeledSeries& s : parsed->series) {
+      s.metric = metric;  // functions drop the name
+      kube_state.push_back(std::move(s));
+    }
+  }
+  if (!kube_state.empty()) sink(kube_state, start - step);
+
+  Result<std::vector<std::string>> hosts = Hosts(start, last, poll);
+  if (!hosts.ok()) {
+    poll.error = hosts.status();
+    return poll;
+  }
+  const size_t per_query = options_.hosts_per_query == 0 ? hosts->size() : options_.hosts_per_query;
+  while (start <= last) {
+    const double end = std::min(last, start + options_.chunk_s - step);
+    size_t begin = 0;
+    do {
+      const size_t stop = std::min(hosts->size(), begin + std::max<size_t>(1, per_query));
+      const std::string query = UsageQuery(*hosts, begin, stop);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        queried_.push_back({query, start, end});
+      }
+      Result<HttpResponse> response =
+          Get("/api/v1/query_range?query=" + UrlEncode(query) + "&start=" + Seconds(start) +
+                  "&end=" + Seconds(end) + "&step=" + Seconds(step),
+              query, poll);
+      ++poll.queries;
+      Result<PrometheusQueryResult> parsed =
+          response.ok() ? ParsePrometheusResponse(response->body, response->status,
+                                                  PrometheusResultType::kMatrix, query)
+                        : Result<PrometheusQueryResult>(response.status());
+      if (!parsed.ok()) {
+        poll.error = parsed.status();
+        return poll;
+      }
+      for (const std::string& w : parsed->warnings) poll.warnings.push_back(query + ": " + w);
+      poll.series += parsed->series.size();
+      for (const LabeledSeries& s : parsed->series) poll.points += s.points.size();
+      sink(parsed->series, end);
+      begin = stop;
+    } while (begin < hosts->size());
+    ++poll.chunks;
+    poll.through_s = end;
+    start = end + step;
+  }
+  return poll;
+}
+
+}  // namespace gpuvpa::recommender
