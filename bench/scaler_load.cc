@@ -24,13 +24,13 @@
 #include <vector>
 
 #include "core/cli/cli.h"
+#include "core/net/grpc_server.h"
 #include "proto/externalscaler.grpc.pb.h"
 #include "proto/gpuvpa.grpc.pb.h"
 #include "scaler/service/activity_hub.h"
 #include "scaler/service/external_scaler_service.h"
 #include "scaler/service/push_service.h"
 #include "scaler/service/scaler_core.h"
-#include "scaler/service/server.h"
 #include "scaler/sources/backends.h"
 
 using namespace gpuvpa;          // NOLINT: a benchmark's main

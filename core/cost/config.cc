@@ -75,7 +75,8 @@ Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text) {
     const YAML::Node root = YAML::Load(std::string(yaml_text));
     if (root.IsNull()) return config;
     if (Status s = kConfig["(top level)"].CheckKeys(
-            root, {"region", "prices", "max_usd_per_gpu_hour", "cost_centers", "ledger"});
+            root,
+            {"region", "prices", "max_usd_per_gpu_hour", "cost_centers", "ledger", "recommender"});
         !s.ok())
       return s;
     if (const YAML::Node max = root["max_usd_per_gpu_hour"]) {
@@ -93,6 +94,8 @@ Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text) {
     if (root["cost_centers"]) {
       if (Status s = ParseCostCenters(root["cost_centers"], config.cost_centers); !s.ok()) return s;
     }
+    if (const YAML::Node section = root["recommender"])
+      config.recommender_yaml = YAML::Dump(section);
     if (const YAML::Node ledger = root["ledger"]) {
       if (Status s = kConfig["ledger"].CheckKeys(ledger, {"path"}); !s.ok()) return s;
       if (ledger["path"]) config.ledger_path = ledger["path"].as<std::string>();

@@ -32,6 +32,8 @@ struct GpuvpaConfig {
   PriceBook prices = PriceBook::BuiltInDefaults();
   CostCenterRules cost_centers;
   std::string ledger_path = std::string(kDefaultLedgerPath);
+  // The gpuvpa-recommender daemon's section, as YAML text (its own loader reads it).
+  std::string recommender_yaml;
 };
 
 Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text);

@@ -245,21 +245,15 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   // Ledger first, checkpoint second: a crash in between replays samples the ledger's marks
   // already cover, so they are not charged again.
   if (ledger) {
-    Result<UsageCharges> charges =
-        ChargePendingUsage(store, recommendations, config->prices, config->region);
-    if (!charges.ok()) {
-      err << "ledger: " << charges.status().message() << "\n";
+    Result<LedgerCharge> charged =
+        ChargeToLedger(store, recommendations, config->prices, config->region, *ledger);
+    if (!charged.ok()) {
+      err << "ledger: " << charged.status().message() << "\n";
       return kExitFailure;
     }
-    for (const Status& s : charges->unpriced)
+    for (const Status& s : charged->unpriced)
       err << "ledger: not charged yet: " << s.message() << "\n";
-    Result<size_t> added = ledger->Append(charges->actions, charges->marks);
-    if (!added.ok()) {
-      err << "ledger: " << added.status().message() << "\n";
-      return kExitFailure;
-    }
-    MarkCharged(store, *charges);
-    err << "ledger: charged " << charges->actions.size() << " workload-containers (" << *added
+    err << "ledger: charged " << charged->workloads << " workload-containers (" << charged->new_rows
         << " new rows) to " << ledger_path << "\n";
   }
   if (!checkpoint_path.empty()) {

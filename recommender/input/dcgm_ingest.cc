@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/base/names.h"
+#include "core/base/workload_key.h"
 
 namespace gpuvpa::recommender {
 namespace {
@@ -59,6 +60,17 @@ std::optional<double> ValueAt(const LabeledSeries& series, double time_s, size_t
 }
 
 }  // namespace
+
+int WorkloadShard(const v1::WorkloadIdentity& id, int count) {
+  std::string key;
+  AssignWorkloadKey(key, id.namespace_name(), id.owner_kind(), id.owner_name(), id.container());
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : key) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return count <= 1 ? 0 : static_cast<int>(h % static_cast<uint64_t>(count));
+}
 
 const char* SmSourceName(SmSource source) {
   switch (source) {
@@ -226,6 +238,11 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
     id.set_gpu_model((*model)->name);
     id.set_allocation(allocation->ToString());
     id.set_cost_center(kube_state_.CostCenter(options_.cost_centers, e.ns, owner));
+    if (options_.shard_count > 1 &&
+        WorkloadShard(id, options_.shard_count) != options_.shard_index) {
+      report.other_shard += e.vram->points.size();
+      continue;
+    }
     Status valid = ValidateIdentity(id);
     if (valid.ok()) valid = ValidateObjectName("pod", e.pod);
     if (!valid.ok()) {

@@ -70,7 +70,14 @@ struct DcgmIngestOptions {
   // Samples later than now + skew are refused (a clock error must not move the fleet's clock).
   double now_s = 0;
   double max_future_skew_s = 300;
+  // Sharding over replicas: only workloads whose WorkloadShard is shard_index are kept.
+  int shard_index = 0;
+  int shard_count = 1;
 };
+
+// A workload's shard: FNV-1a of its key (namespace, kind, name, container) modulo `count`,
+// stable across processes, builds and restarts.
+int WorkloadShard(const v1::WorkloadIdentity& identity, int count);
 
 struct DcgmIngestReport {
   size_t series = 0;  // DCGM usage series read (VRAM and SM)
@@ -78,6 +85,7 @@ struct DcgmIngestReport {
   size_t samples = 0;  // VRAM points joined to a pod
   size_t accepted = 0;
   size_t already_ingested = 0;
+  size_t other_shard = 0;            // samples of workloads another replica owns
   size_t refused = 0;                // out of range, above the device, unknown model, bad names
   size_t no_pod = 0;                 // points of GPUs no pod holds (idle devices)
   size_t no_value_markers = 0;       // DCGM's "no value" markers
@@ -100,6 +108,8 @@ class DcgmIngester {
   DcgmIngestReport Ingest(std::span<const LabeledSeries> series);
 
   const KubeState& kube_state() const { return kube_state_; }
+  // The clock that future-dated samples are judged against (a daemon moves it every poll).
+  void set_now(double now_s) { options_.now_s = now_s; }
 
  private:
   FleetStore& store_;

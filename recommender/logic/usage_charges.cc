@@ -88,4 +88,20 @@ void MarkCharged(FleetStore& store, const UsageCharges& charges) {
   for (uint32_t row : charges.rows) store.MarkCharged(row);
 }
 
+Result<LedgerCharge> ChargeToLedger(FleetStore& store,
+                                    const std::vector<Recommendation>& recommendations,
+                                    const PriceBook& prices, const std::string& region,
+                                    Ledger& ledger) {
+  Result<UsageCharges> charges = ChargePendingUsage(store, recommendations, prices, region);
+  if (!charges.ok()) return charges.status();
+  Result<size_t> added = ledger.Append(charges->actions, charges->marks);
+  if (!added.ok()) return added.status();
+  MarkCharged(store, *charges);
+  LedgerCharge out;
+  out.workloads = charges->actions.size();
+  out.new_rows = *added;
+  out.unpriced = std::move(charges->unpriced);
+  return out;
+}
+
 }  // namespace gpuvpa::recommender

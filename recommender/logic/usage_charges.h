@@ -37,6 +37,19 @@ Result<UsageCharges> ChargePendingUsage(const FleetStore& store,
 // the ledger has acknowledged the actions and marks.
 void MarkCharged(FleetStore& store, const UsageCharges& charges);
 
+struct LedgerCharge {
+  size_t workloads = 0;          // workload-containers charged
+  size_t new_rows = 0;           // rows the ledger did not hold yet
+  std::vector<Status> unpriced;  // not charged yet (no price for the model): kept pending
+};
+// Prices the pending usage, appends it with its series marks in one ledger transaction, then
+// marks it charged in the store. Save the checkpoint after this, never before: a crash in
+// between replays samples the ledger's marks already cover, so nothing is charged twice.
+Result<LedgerCharge> ChargeToLedger(FleetStore& store,
+                                    const std::vector<Recommendation>& recommendations,
+                                    const PriceBook& prices, const std::string& region,
+                                    Ledger& ledger);
+
 // The action id of a usage charge: every part escaped (core/base/names.h), plus the period and
 // the amount, so two different charges never share an id and a repeated one always does.
 std::string UsageActionId(const v1::WorkloadIdentity& identity, int64_t period_start_s,

@@ -159,6 +159,27 @@ std::string Json(const std::vector<Row>& rows) {
 
 }  // namespace
 
+v1::Recommendation PricedRecommendation(const Recommendation& r, const FleetStore& store,
+                                        const PriceBook* prices, const std::string& region,
+                                        PricedMoney* money) {
+  v1::Recommendation out = ToProto(r, store);
+  if (prices == nullptr) return out;
+  Result<double> price = prices->GpuHourPrice(out.identity().gpu_model(), region);
+  auto priced = [&](double gpu_hours) -> Result<MicroUsd> {
+    if (!price.ok()) return price.status();
+    return PriceGpuSeconds(std::max(0.0, gpu_hours) * 3600, *price);
+  };
+  Result<MicroUsd> idle = priced(r.idle_tax_gpu_hours_vram);
+  Result<MicroUsd> allocated = priced(r.allocated_gpu_hours);
+  if (idle.ok() && allocated.ok()) {
+    out.set_priced(true);
+    out.set_idle_tax_usd_vram(MicroToUsd(*idle));
+    out.set_allocated_usd(MicroToUsd(*allocated));
+    if (money != nullptr) *money = {*idle, *allocated};
+  }
+  return out;
+}
+
 Result<OutputFormat> ParseOutputFormat(std::string_view text) {
   if (text == "table") return OutputFormat::kTable;
   if (text == "json") return OutputFormat::kJson;
@@ -170,25 +191,12 @@ std::string FormatRecommendations(const std::vector<Recommendation>& recommendat
   std::vector<Row> rows;
   rows.reserve(recommendations.size());
   for (const Recommendation& r : recommendations) {
-    Row row{ToProto(r, store)};
-    if (options.prices != nullptr) {
-      Result<double> price =
-          options.prices->GpuHourPrice(row.rec.identity().gpu_model(), options.region);
-      auto priced = [&](double gpu_hours) -> Result<MicroUsd> {
-        if (!price.ok()) return price.status();
-        return PriceGpuSeconds(std::max(0.0, gpu_hours) * 3600, *price);
-      };
-      Result<MicroUsd> idle = priced(r.idle_tax_gpu_hours_vram);
-      Result<MicroUsd> allocated = priced(r.allocated_gpu_hours);
-      if (idle.ok() && allocated.ok()) {
-        row.priced = true;
-        row.idle_tax_vram = *idle;
-        row.allocated = *allocated;
-        row.rec.set_priced(true);
-        row.rec.set_idle_tax_usd_vram(MicroToUsd(*idle));
-        row.rec.set_allocated_usd(MicroToUsd(*allocated));
-      }
-    }
+    Row row;
+    PricedMoney money;
+    row.rec = PricedRecommendation(r, store, options.prices, options.region, &money);
+    row.priced = row.rec.priced();
+    row.idle_tax_vram = money.idle_tax_vram;
+    row.allocated = money.allocated;
     rows.push_back(std::move(row));
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {

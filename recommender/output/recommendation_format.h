@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "core/cost/money.h"
 #include "core/cost/price_book.h"
 #include "recommender/logic/recommendation.h"
 #include "recommender/model/fleet_store.h"
@@ -28,6 +29,16 @@ struct FormatOptions {
 inline constexpr size_t kTableWidth = 120;
 
 // Rows sorted by idle-tax cost, largest first (GPU-hours where there is no price), then name.
+struct PricedMoney {
+  MicroUsd idle_tax_vram = 0;
+  MicroUsd allocated = 0;
+};
+// The wire form, with idle tax and allocated cost in dollars where the model has a price
+// (`priced` says so); `money` gets the exact amounts.
+v1::Recommendation PricedRecommendation(const Recommendation& r, const FleetStore& store,
+                                        const PriceBook* prices, const std::string& region,
+                                        PricedMoney* money = nullptr);
+
 std::string FormatRecommendations(const std::vector<Recommendation>& recommendations,
                                   const FleetStore& store, const FormatOptions& options);
 

@@ -11,13 +11,13 @@
 #include "core/cost/config.h"
 #include "core/cost/ledger.h"
 #include "core/cost/ledger_spool.h"
+#include "core/net/grpc_server.h"
 #include "scaler/config/scaler_config.h"
 #include "scaler/service/activity_hub.h"
 #include "scaler/service/activity_meter.h"
 #include "scaler/service/external_scaler_service.h"
 #include "scaler/service/push_service.h"
 #include "scaler/service/scaler_core.h"
-#include "scaler/service/server.h"
 #include "scaler/sources/backends.h"
 
 namespace gpuvpa::scaler {

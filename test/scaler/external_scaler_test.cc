@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/cost/price_book.h"
+#include "core/net/grpc_server.h"
 #include "proto/externalscaler.grpc.pb.h"
 #include "proto/gpuvpa.grpc.pb.h"
 #include "scaler/service/activity_hub.h"
@@ -20,7 +21,6 @@
 #include "scaler/service/external_scaler_service.h"
 #include "scaler/service/push_service.h"
 #include "scaler/service/scaler_core.h"
-#include "scaler/service/server.h"
 #include "test/support/redis_server.h"
 #include "test/support/scaler_harness.h"
 #include "test/support/temp_dir.h"

@@ -31,7 +31,7 @@ ScalerHarness::ScalerHarness(ScalerHarnessOptions o) {
   hub_ = std::make_unique<scaler::ActivityHub>(*core_, *push_, std::chrono::milliseconds(50));
   scaler_ = std::make_unique<scaler::ExternalScalerService>(*core_, *hub_, o.observer, o.metrics);
   push_service_ = std::make_unique<scaler::QueueDepthPushService>(*push_);
-  Result<scaler::RunningServer> s = StartServer(o.server, {scaler_.get(), push_service_.get()});
+  Result<RunningServer> s = StartServer(o.server, {scaler_.get(), push_service_.get()});
   EXPECT_TRUE(s.ok()) << s.status().message();
   if (s.ok()) running_ = std::move(s).value();
 }

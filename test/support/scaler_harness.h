@@ -8,12 +8,12 @@
 #include <memory>
 #include <string>
 
+#include "core/net/grpc_server.h"
 #include "scaler/config/scaler_config.h"
 #include "scaler/service/activity_hub.h"
 #include "scaler/service/external_scaler_service.h"
 #include "scaler/service/push_service.h"
 #include "scaler/service/scaler_core.h"
-#include "scaler/service/server.h"
 #include "scaler/sources/backends.h"
 
 namespace gpuvpa::testing {
@@ -22,7 +22,7 @@ namespace gpuvpa::testing {
 scaler::ScalerConfig RedisOnlyConfig(std::initializer_list<int> ports);
 
 struct ScalerHarnessOptions {
-  scaler::ServerOptions server;
+  ServerOptions server;
   std::chrono::milliseconds cache_ttl{200};
   std::chrono::milliseconds source_timeout{500};
   scaler::ScalerConfig config;
@@ -52,7 +52,7 @@ class ScalerHarness {
   std::unique_ptr<scaler::ActivityHub> hub_;
   std::unique_ptr<scaler::ExternalScalerService> scaler_;
   std::unique_ptr<scaler::QueueDepthPushService> push_service_;
-  scaler::RunningServer running_;
+  RunningServer running_;
   bool shut_down_ = false;
 };
 

@@ -1,9 +1,9 @@
 // Server construction with TLS / mTLS credentials from files.
-#include "scaler/service/server.h"
+#include "core/net/grpc_server.h"
 
 #include "core/base/atomic_file.h"
 
-namespace gpuvpa::scaler {
+namespace gpuvpa {
 
 Result<RunningServer> StartServer(const ServerOptions& options,
                                   const std::vector<grpc::Service*>& services) {
@@ -32,7 +32,7 @@ Result<RunningServer> StartServer(const ServerOptions& options,
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.listen_address, credentials, &port);
-  grpc::ResourceQuota quota("gpuvpa-scaler");
+  grpc::ResourceQuota quota("gpuvpa-grpc");
   quota.SetMaxThreads(options.max_threads);
   builder.SetResourceQuota(quota);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
@@ -46,4 +46,4 @@ Result<RunningServer> StartServer(const ServerOptions& options,
   return running;
 }
 
-}  // namespace gpuvpa::scaler
+}  // namespace gpuvpa

@@ -1,4 +1,4 @@
-// Builds and starts gpuvpa-scaler's gRPC server: plaintext, TLS (certificate and key files) or
+// Builds and starts a gpuvpa gRPC server (the scaler, the recommender): plaintext, TLS (certificate and key files) or
 // mTLS (plus a client CA: clients without a certificate it signed are refused), with the
 // standard gRPC health service (grpc.health.v1.Health) for probes.
 #pragma once
@@ -11,7 +11,7 @@
 
 #include "core/base/status.h"
 
-namespace gpuvpa::scaler {
+namespace gpuvpa {
 
 struct ServerOptions {
   std::string listen_address = "127.0.0.1:0";
@@ -30,4 +30,4 @@ struct RunningServer {
 Result<RunningServer> StartServer(const ServerOptions& options,
                                   const std::vector<grpc::Service*>& services);
 
-}  // namespace gpuvpa::scaler
+}  // namespace gpuvpa

@@ -1,0 +1,113 @@
+// gpuvpa-recommender: the long-running recommender. Reads DCGM and kube-state-metrics series
+// from Prometheus on an interval, keeps its histograms across restarts (checkpoint), charges
+// usage to the ledger exactly once, and serves /metrics, /healthz, /readyz and the gRPC
+// RecommendationService (with grpc.health.v1).
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "core/base/time_format.h"
+#include "core/cli/cli.h"
+#include "core/cli/logging.h"
+#include "core/cost/config.h"
+#include "core/net/grpc_server.h"
+#include "core/net/http_server.h"
+#include "recommender/daemon/daemon_config.h"
+#include "recommender/daemon/recommendation_service.h"
+#include "recommender/daemon/recommender_daemon.h"
+
+namespace gpuvpa::recommender {
+namespace {
+
+int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string config_path, log_level = "info", listen_http, listen_grpc;
+  bool once = false;
+  auto app = NewCommandApp(
+      "gpuvpa-recommender", "",
+      "The long-running recommender: polls Prometheus (DCGM exporter + kube-state-metrics), "
+      "keeps decaying histograms across restarts, charges usage to the ledger exactly once, and "
+      "serves /metrics, /healthz, /readyz and gpuvpa.v1.RecommendationService. Configured by "
+      "the `recommender:` section of the gpuvpa config (README, gpuvpa-recommender). Stops on "
+      "SIGTERM/SIGINT after saving the checkpoint. Exit 0 on a clean stop, 1 on failure, 2 on "
+      "bad usage.");
+  app->add_option("--config", config_path, "gpuvpa config file with a recommender: section")
+      ->required();
+  app->add_option("--listen-http", listen_http, "override recommender.listen_http (host:port)");
+  app->add_option("--listen-grpc", listen_grpc, "override recommender.listen_grpc (host:port)");
+  app->add_flag("--once", once, "poll once, save the checkpoint, print the summary and exit");
+  app->add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  if (Status s = ConfigureLogging(log_level); !s.ok()) {
+    err << "gpuvpa-recommender: --log-level: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  auto fail = [&](const Status& s) {
+    err << "gpuvpa-recommender: " << s.message() << "\n";
+    return kExitFailure;
+  };
+  Result<GpuvpaConfig> gpuvpa = LoadConfigFile(config_path);
+  if (!gpuvpa.ok()) return fail(gpuvpa.status());
+  Result<DaemonConfig> config = ParseDaemonConfig(gpuvpa->recommender_yaml, config_path);
+  if (!config.ok()) return fail(config.status());
+  if (!listen_http.empty()) config->listen_http = listen_http;
+  if (!listen_grpc.empty()) config->listen_grpc = listen_grpc;
+
+  // Block the stop signals before any thread starts; the main thread waits for one.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  Result<std::unique_ptr<RecommenderDaemon>> daemon =
+      RecommenderDaemon::Create(*config, *std::move(gpuvpa));
+  if (!daemon.ok()) return fail(daemon.status());
+  RecommenderDaemon& d = **daemon;
+  if (once) {
+    const Status polled = d.PollOnce(UnixNowSeconds());
+    if (Status s = d.SaveCheckpointNow(UnixNowSeconds()); !s.ok()) return fail(s);
+    const auto snap = d.snapshot();
+    out << "gpuvpa-recommender: " << snap->by_key.size() << " recommendations; checkpoint saved to "
+        << config->checkpoint_path << "\n";
+    return polled.ok() ? kExitOk : fail(polled);
+  }
+  Result<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      config->listen_http, [&d](const std::string& path) { return d.HandleHttp(path); });
+  if (!http.ok()) return fail(http.status());
+  RecommendationServiceImpl service(d);
+  ServerOptions grpc_options;
+  grpc_options.listen_address = config->listen_grpc;
+  grpc_options.tls_cert_file = config->tls_cert_file;
+  grpc_options.tls_key_file = config->tls_key_file;
+  grpc_options.client_ca_file = config->client_ca_file;
+  grpc_options.max_threads = 32;
+  Result<RunningServer> grpc_server = StartServer(grpc_options, {&service});
+  if (!grpc_server.ok()) return fail(grpc_server.status());
+  spdlog::info(
+      "serving RecommendationService and grpc.health.v1 on port {}, /metrics /healthz "
+      "/readyz on port {}",
+      grpc_server->port, (*http)->port());
+  out << "gpuvpa-recommender: grpc port " << grpc_server->port << ", http port " << (*http)->port()
+      << std::endl;
+  std::thread loop([&d] { d.Run(); });
+  int signal = 0;
+  sigwait(&stop, &signal);
+  spdlog::info("signal {}: finishing the current poll, saving the checkpoint", signal);
+  if (grpc::HealthCheckServiceInterface* health = grpc_server->server->GetHealthCheckService())
+    health->Shutdown();
+  d.Stop();  // Watch streams end with OK
+  loop.join();
+  grpc_server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace gpuvpa::recommender
+
+int main(int argc, char** argv) {
+  return gpuvpa::recommender::Run(std::vector<std::string>(argv + 1, argv + argc), std::cout,
+                                  std::cerr);
+}

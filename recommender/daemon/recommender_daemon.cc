@@ -1,0 +1,293 @@
+// gpuvpa-recommender's poll loop, snapshot and metrics.
+#include "recommender/daemon/recommender_daemon.h"
+
+#include <prometheus/text_serializer.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "core/base/names.h"
+#include "core/base/time_format.h"
+#include "core/base/workload_key.h"
+#include "core/gpu/gpu_catalog.h"
+#include "recommender/checkpoint/checkpoint.h"
+#include "recommender/logic/usage_charges.h"
+#include "recommender/output/recommendation_format.h"
+
+namespace gpuvpa::recommender {
+namespace {
+
+FleetStoreOptions StoreOptions(const DaemonConfig& c) {
+  FleetStoreOptions o;
+  o.history_s = c.history_s;
+  o.sample_period_s = c.prometheus.step_s;
+  return o;
+}
+
+RecommenderOptions RecOptions(const DaemonConfig& c) {
+  RecommenderOptions o;
+  o.min_history_s = c.min_history_s;
+  return o;
+}
+
+prometheus::Labels WorkloadLabels(const v1::WorkloadIdentity& id) {
+  return {{"namespace", id.namespace_name()},
+          {"workload_kind", id.owner_kind()},
+          {"workload", id.owner_name()},
+          {"container", id.container()},
+          {"cost_center", id.cost_center()}};
+}
+
+}  // namespace
+
+RecommenderDaemon::RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa)
+    : config_(std::move(config)),
+      gpuvpa_(std::move(gpuvpa)),
+      store_(StoreOptions(config_)),
+      recommender_(RecOptions(config_)),
+      snapshot_(std::make_shared<RecommendationSnapshot>()),
+      registry_(std::make_shared<prometheus::Registry>()) {
+  auto gauge = [&](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
+  };
+  vram_target_ = gauge("gpuvpa_recommendation_vram_target_bytes",
+                       "Recommended VRAM (target) per workload-container");
+  vram_upper_ = gauge("gpuvpa_recommendation_vram_upper_bytes", "Upper bound of the VRAM target");
+  sm_p90_ = gauge("gpuvpa_recommendation_sm_p90_ratio", "SM activity p90 (0..1)");
+  confidence_ = gauge("gpuvpa_recommendation_confidence", "Confidence (days of history, capped)");
+  idle_tax_gpu_hours_ = gauge("gpuvpa_idle_tax_gpu_hours",
+                              "Allocated minus VRAM-resident GPU-hours over the history");
+  idle_tax_usd_ = gauge("gpuvpa_idle_tax_usd", "Idle tax in US dollars (priced models only)");
+  allocated_gpu_hours_ =
+      gauge("gpuvpa_allocated_gpu_hours", "Allocated GPU-hours over the history");
+  samples_ingested_ = &prometheus::BuildCounter()
+                           .Name("gpuvpa_recommender_samples_ingested_total")
+                           .Help("Samples added to the histograms")
+                           .Register(*registry_)
+                           .Add({});
+  query_errors_ = &prometheus::BuildCounter()
+                       .Name("gpuvpa_recommender_query_errors_total")
+                       .Help("Polls that ended with a Prometheus error")
+                       .Register(*registry_)
+                       .Add({});
+  polls_ = &prometheus::BuildCounter()
+                .Name("gpuvpa_recommender_polls_total")
+                .Help("Polls started")
+                .Register(*registry_)
+                .Add({});
+  auto single = [&](const char* name, const char* help) { return &gauge(name, help)->Add({}); };
+  last_success_ = single("gpuvpa_recommender_last_success_timestamp_seconds",
+                         "When the last poll completed without error (Unix seconds)");
+  checkpoint_age_ = single("gpuvpa_recommender_checkpoint_age_seconds",
+                           "Seconds since the checkpoint was last saved");
+  workloads_ = single("gpuvpa_recommender_workloads", "Workload-containers tracked");
+  source_through_ = single("gpuvpa_recommender_source_through_timestamp_seconds",
+                           "Prometheus has been read up to this time (Unix seconds)");
+}
+
+Result<std::unique_ptr<RecommenderDaemon>> RecommenderDaemon::Create(DaemonConfig config,
+                                                                     GpuvpaConfig gpuvpa) {
+  std::unique_ptr<RecommenderDaemon> d(new RecommenderDaemon(std::move(config), std::move(gpuvpa)));
+  const DaemonConfig& c = d->config_;
+  Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(d->gpuvpa_.ledger_path);
+  if (!ledger.ok()) return Status(ledger.status().code(), "ledger: " + ledger.status().message());
+  Result<std::unordered_map<std::string, double>> marks = (*ledger)->ChargeMarks();
+  if (!marks.ok()) return Status(marks.status().code(), "ledger: " + marks.status().message());
+  d->ledger_ = std::move(ledger).value();
+  Result<CheckpointLoad> load = LoadCheckpoint(c.checkpoint_path, d->store_);
+  if (load.ok()) {
+    for (const Status& refused : load->refused)
+      spdlog::error("checkpoint refused: {}", refused.message());
+    spdlog::info("checkpoint: restored {} workload-containers from {} (Prometheus read through {})",
+                 d->store_.size(), load->loaded_from,
+                 d->store_.source_through_s() > 0 ? FormatTimestamp(d->store_.source_through_s())
+                                                  : std::string("nothing yet"));
+  } else if (load.status().code() != StatusCode::kNotFound) {
+    return Status(load.status().code(), "checkpoint: " + load.status().message());
+  }
+  d->store_.SetLedgerChargeMarks(std::move(marks).value());
+  Result<std::unique_ptr<PrometheusSource>> source = PrometheusSource::Create(c.prometheus);
+  if (!source.ok()) return source.status();
+  d->source_ = std::move(source).value();
+  DcgmIngestOptions ingest;
+  ingest.names = c.prometheus.dcgm;
+  ingest.kube_state = c.prometheus.kube_state;
+  ingest.cost_centers = d->gpuvpa_.cost_centers;
+  ingest.shared_replicas = c.shared_gpu_replicas;
+  ingest.shard_index = c.shard_index;
+  ingest.shard_count = c.shard_count;
+  d->ingester_ = std::make_unique<DcgmIngester>(d->store_, GpuCatalog::BuiltIn(), ingest);
+  // Recommendations from the checkpoint are served at once; readiness waits for a poll.
+  d->Publish(d->recommender_.RecommendAll(d->store_));
+  return d;
+}
+
+Status RecommenderDaemon::PollOnce(double now_s) {
+  polls_->Increment();
+  last_loop_s_ = now_s;
+  ingester_->set_now(now_s);
+  const double until = now_s - config_.prometheus.lag_s;
+  const double from = std::max(store_.source_through_s(), until - config_.history_s);
+  size_t accepted = 0, refused = 0, already = 0;
+  PollResult poll = source_->Poll(from, until, [&](std::span<const LabeledSeries> batch, double) {
+    last_loop_s_ = UnixNowSeconds();
+    const DcgmIngestReport r = ingester_->Ingest(batch);
+    accepted += r.accepted;
+    refused += r.refused;
+    already += r.already_ingested;
+    for (const std::string& issue : r.issues) spdlog::warn("ingest: {}", issue);
+  });
+  if (poll.through_s > store_.source_through_s()) store_.set_source_through_s(poll.through_s);
+  source_through_s_ = store_.source_through_s();
+  samples_ingested_->Increment(static_cast<double>(accepted));
+  for (const std::string& w : poll.warnings) spdlog::warn("Prometheus warning: {}", w);
+  store_.ForgetStale(std::max(store_.newest_sample_s(), 0.0));
+
+  const std::vector<Recommendation> recs = recommender_.RecommendAll(store_);
+  // Ledger first, checkpoint second (see ChargeToLedger).
+  Result<LedgerCharge> charged =
+      ChargeToLedger(store_, recs, gpuvpa_.prices, gpuvpa_.region, *ledger_);
+  if (!charged.ok())
+    spdlog::error("ledger: {} (kept pending; retried next poll)", charged.status().message());
+  Publish(recs);
+  spdlog::info(
+      "poll: {} chunks, {} queries, {} retries, {} points read through {}; {} samples "
+      "added, {} already ingested, {} refused; {} workload-containers",
+      poll.chunks, poll.queries, poll.retries, poll.points,
+      poll.through_s > 0 ? FormatTimestamp(poll.through_s) : std::string("-"), accepted, already,
+      refused, store_.size());
+  if (now_s - last_checkpoint_s_ >= config_.checkpoint_interval_s) {
+    if (Status s = SaveCheckpointNow(now_s); !s.ok()) spdlog::error("checkpoint: {}", s.message());
+  }
+  if (!poll.error.ok()) {
+    query_errors_->Increment();
+    spdlog::error("poll: {} (keeping the last recommendations; the next poll resumes at {})",
+                  poll.error.message(), FormatTimestamp(store_.source_through_s()));
+    return poll.error;
+  }
+  if (!charged.ok()) return charged.status();
+  last_success_s_ = now_s;
+  last_success_->Set(now_s);
+  ready_ = true;
+  return OkStatus();
+}
+
+Status RecommenderDaemon::SaveCheckpointNow(double now_s) {
+  GPUVPA_RETURN_IF_ERROR(SaveCheckpoint(store_, config_.checkpoint_path, now_s));
+  last_checkpoint_s_ = now_s;
+  checkpoint_saved_s_ = now_s;
+  return OkStatus();
+}
+
+void RecommenderDaemon::Run() {
+  while (!stop_) {
+    (void)PollOnce(UnixNowSeconds());
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait_for(lock, std::chrono::duration<double>(config_.poll_interval_s),
+                      [&] { return stop_.load(); });
+  }
+  if (Status s = SaveCheckpointNow(UnixNowSeconds()); !s.ok())
+    spdlog::error("checkpoint at stop: {}", s.message());
+  else
+    spdlog::info("checkpoint saved to {}", config_.checkpoint_path);
+}
+
+void RecommenderDaemon::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+}
+
+void RecommenderDaemon::Publish(const std::vector<Recommendation>& recs) {
+  auto next = std::make_shared<RecommendationSnapshot>();
+  std::string key;
+  for (const Recommendation& r : recs) {
+    v1::Recommendation proto =
+        PricedRecommendation(r, store_, &gpuvpa_.prices, gpuvpa_.region, nullptr);
+    const v1::WorkloadIdentity& id = proto.identity();
+    AssignWorkloadKey(key, id.namespace_name(), id.owner_kind(), id.owner_name(), id.container());
+    next->by_key.emplace(key, std::move(proto));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool same = next->by_key.size() == snapshot_->by_key.size();
+    auto b = snapshot_->by_key.cbegin();
+    for (auto a = next->by_key.cbegin(); same && a != next->by_key.end(); ++a, ++b)
+      same = a->first == b->first && a->second.SerializeAsString() == b->second.SerializeAsString();
+    next->revision = snapshot_->revision + (same ? 0 : 1);
+    snapshot_ = next;
+  }
+  changed_.notify_all();
+  UpdateMetrics(*next);
+}
+
+void RecommenderDaemon::UpdateMetrics(const RecommendationSnapshot& snap) {
+  std::lock_guard<std::mutex> lock(metrics_mu_);
+  // Rebuilt from the snapshot: a forgotten workload's series disappear with it.
+  for (auto& [family, g] : workload_gauges_) family->Remove(g);
+  workload_gauges_.clear();
+  auto set = [&](prometheus::Family<prometheus::Gauge>* family, const prometheus::Labels& labels,
+                 double value) {
+    prometheus::Gauge& g = family->Add(labels);
+    g.Set(value);
+    workload_gauges_.emplace_back(family, &g);
+  };
+  for (const auto& [key, rec] : snap.by_key) {
+    const prometheus::Labels labels = WorkloadLabels(rec.identity());
+    if (rec.has_target()) {
+      set(vram_target_, labels, rec.vram_target_bytes());
+      set(vram_upper_, labels, rec.vram_upper_bytes());
+    }
+    set(sm_p90_, labels, rec.sm_p90_ratio());
+    set(confidence_, labels, rec.confidence());
+    set(idle_tax_gpu_hours_, labels, rec.idle_tax_gpu_hours_vram());
+    set(allocated_gpu_hours_, labels, rec.allocated_gpu_hours());
+    if (rec.priced()) set(idle_tax_usd_, labels, rec.idle_tax_usd_vram());
+  }
+  workloads_->Set(static_cast<double>(snap.by_key.size()));
+}
+
+std::shared_ptr<const RecommendationSnapshot> RecommenderDaemon::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return snapshot_;
+}
+
+std::shared_ptr<const RecommendationSnapshot> RecommenderDaemon::WaitForChange(
+    uint64_t revision, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait_for(lock, timeout, [&] { return stop_.load() || snapshot_->revision > revision; });
+  return snapshot_;
+}
+
+HttpServerResponse RecommenderDaemon::HandleHttp(const std::string& path) {
+  if (path == "/metrics") {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    const double saved = checkpoint_saved_s_.load();
+    checkpoint_age_->Set(saved > 0 ? std::max(0.0, UnixNowSeconds() - saved) : 0);
+    source_through_->Set(source_through_s_.load());
+    return {200, "text/plain; version=0.0.4; charset=utf-8",
+            prometheus::TextSerializer().Serialize(registry_->Collect())};
+  }
+  if (path == "/healthz") {
+    // Alive: the loop has run within three intervals plus the longest poll it may take.
+    // (The loop also counts as running at every query of a long backfill.)
+    const double limit =
+        3 * config_.poll_interval_s + 60 +
+        (config_.prometheus.max_retries + 1) *
+            (config_.prometheus.request_timeout_s + config_.prometheus.backoff_max_s);
+    const double age = UnixNowSeconds() - last_loop_s_.load();
+    if (last_loop_s_.load() > 0 && age > limit)
+      return {503, "text/plain; charset=utf-8",
+              "poll loop stalled: last poll started " + FormatNumber(age) + " s ago\n"};
+    return {200, "text/plain; charset=utf-8", "ok\n"};
+  }
+  if (path == "/readyz") {
+    if (!ready_) return {503, "text/plain; charset=utf-8", "no successful poll yet\n"};
+    return {200, "text/plain; charset=utf-8", "ready\n"};
+  }
+  return {404, "text/plain; charset=utf-8", "not found: " + path + "\n"};
+}
+
+}  // namespace gpuvpa::recommender

@@ -1,0 +1,110 @@
+// gpuvpa-recommender's engine: polls Prometheus, ingests only new samples, recommends, charges
+// the ledger exactly once, checkpoints periodically and on stop, and publishes an immutable
+// snapshot that /metrics, the probes and the gRPC API read without blocking the poll.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/cost/config.h"
+#include "core/cost/ledger.h"
+#include "core/net/http_server.h"
+#include "proto/gpuvpa.pb.h"
+#include "recommender/daemon/daemon_config.h"
+#include "recommender/input/dcgm_ingest.h"
+#include "recommender/input/prometheus_source.h"
+#include "recommender/logic/recommender.h"
+#include "recommender/model/fleet_store.h"
+
+namespace gpuvpa::recommender {
+
+// What readers see: the recommendations of the last completed poll, by workload key.
+struct RecommendationSnapshot {
+  uint64_t revision = 0;
+  std::map<std::string, v1::Recommendation> by_key;  // AssignWorkloadKey order
+};
+
+class RecommenderDaemon {
+ public:
+  // Opens the ledger (reading its charge marks), restores the checkpoint (a refused file is
+  // reported and the previous one used; neither: start empty), creates the source.
+  static Result<std::unique_ptr<RecommenderDaemon>> Create(DaemonConfig config,
+                                                           GpuvpaConfig gpuvpa);
+
+  // One cycle: read (through, now - lag] from Prometheus, ingest, forget stale, recommend,
+  // charge, publish; checkpoint when the interval has passed. A source error keeps the last
+  // recommendations and what was read before the error; the next poll resumes there.
+  Status PollOnce(double now_s);
+  Status SaveCheckpointNow(double now_s);
+  // Polls every poll_interval until Stop(), then saves the checkpoint.
+  void Run();
+  void Stop();
+
+  std::shared_ptr<const RecommendationSnapshot> snapshot() const;
+  // Waits until the snapshot's revision passes `revision` or the timeout or Stop().
+  std::shared_ptr<const RecommendationSnapshot> WaitForChange(uint64_t revision,
+                                                              std::chrono::milliseconds timeout);
+  bool stopping() const { return stop_.load(); }
+
+  // /metrics (Prometheus text), /healthz (the loop is alive), /readyz (a poll succeeded).
+  HttpServerResponse HandleHttp(const std::string& path);
+
+  const DaemonConfig& config() const { return config_; }
+  const PrometheusSource& source() const { return *source_; }
+
+ private:
+  RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa);
+  void Publish(const std::vector<Recommendation>& recommendations);
+  void UpdateMetrics(const RecommendationSnapshot& snapshot);
+
+  DaemonConfig config_;
+  GpuvpaConfig gpuvpa_;
+  FleetStore store_;
+  std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<PrometheusSource> source_;
+  std::unique_ptr<DcgmIngester> ingester_;
+  Recommender recommender_;
+  double last_checkpoint_s_ = 0;
+
+  mutable std::mutex mu_;  // snapshot_, the condition and the loop's wake-up
+  std::condition_variable changed_;
+  std::shared_ptr<const RecommendationSnapshot> snapshot_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> ready_{false};
+  std::atomic<double> last_loop_s_{0};
+  std::atomic<double> last_success_s_{0};
+  std::atomic<double> checkpoint_saved_s_{0};
+
+  // Metrics: recommendations (labels bounded by the tracked fleet) and the daemon's health.
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Gauge>* vram_target_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* vram_upper_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* sm_p90_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* confidence_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* idle_tax_gpu_hours_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* idle_tax_usd_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* allocated_gpu_hours_ = nullptr;
+  prometheus::Counter* samples_ingested_ = nullptr;
+  prometheus::Counter* query_errors_ = nullptr;
+  prometheus::Counter* polls_ = nullptr;
+  prometheus::Gauge* last_success_ = nullptr;
+  prometheus::Gauge* checkpoint_age_ = nullptr;
+  prometheus::Gauge* workloads_ = nullptr;
+  prometheus::Gauge* source_through_ = nullptr;
+  std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>
+      workload_gauges_;
+  std::atomic<double> source_through_s_{0};
+  std::mutex metrics_mu_;
+};
+
+}  // namespace gpuvpa::recommender
