@@ -55,11 +55,11 @@ RecommenderDaemon::RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa)
   vram_upper_ = gauge("gpuvpa_recommendation_vram_upper_bytes", "Upper bound of the VRAM target");
   sm_p90_ = gauge("gpuvpa_recommendation_sm_p90_ratio", "SM activity p90 (0..1)");
   confidence_ = gauge("gpuvpa_recommendation_confidence", "Confidence (days of history, capped)");
-  idle_tax_gpu_hours_ = gauge("gpuvpa_idle_tax_gpu_hours",
-                              "Allocated minus VRAM-resident GPU-hours over the history");
+  idle_tax_gpu_seconds_ = gauge("gpuvpa_idle_tax_gpu_seconds",
+                                "Allocated minus VRAM-resident GPU time over the history");
   idle_tax_usd_ = gauge("gpuvpa_idle_tax_usd", "Idle tax in US dollars (priced models only)");
-  allocated_gpu_hours_ =
-      gauge("gpuvpa_allocated_gpu_hours", "Allocated GPU-hours over the history");
+  allocated_gpu_seconds_ =
+      gauge("gpuvpa_allocated_gpu_seconds", "Allocated GPU time over the history (GPU-seconds)");
   samples_ingested_ = &prometheus::BuildCounter()
                            .Name("gpuvpa_recommender_samples_ingested_total")
                            .Help("Samples added to the histograms")
@@ -242,8 +242,8 @@ void RecommenderDaemon::UpdateMetrics(const RecommendationSnapshot& snap) {
     }
     set(sm_p90_, labels, rec.sm_p90_ratio());
     set(confidence_, labels, rec.confidence());
-    set(idle_tax_gpu_hours_, labels, rec.idle_tax_gpu_hours_vram());
-    set(allocated_gpu_hours_, labels, rec.allocated_gpu_hours());
+    set(idle_tax_gpu_seconds_, labels, rec.idle_tax_gpu_hours_vram() * 3600);
+    set(allocated_gpu_seconds_, labels, rec.allocated_gpu_hours() * 3600);
     if (rec.priced()) set(idle_tax_usd_, labels, rec.idle_tax_usd_vram());
   }
   workloads_->Set(static_cast<double>(snap.by_key.size()));

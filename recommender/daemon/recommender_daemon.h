@@ -91,9 +91,9 @@ class RecommenderDaemon {
   prometheus::Family<prometheus::Gauge>* vram_upper_ = nullptr;
   prometheus::Family<prometheus::Gauge>* sm_p90_ = nullptr;
   prometheus::Family<prometheus::Gauge>* confidence_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* idle_tax_gpu_hours_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* idle_tax_gpu_seconds_ = nullptr;
   prometheus::Family<prometheus::Gauge>* idle_tax_usd_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* allocated_gpu_hours_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* allocated_gpu_seconds_ = nullptr;
   prometheus::Counter* samples_ingested_ = nullptr;
   prometheus::Counter* query_errors_ = nullptr;
   prometheus::Counter* polls_ = nullptr;

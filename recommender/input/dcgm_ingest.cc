@@ -302,7 +302,12 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
       GpuSample sample;
       sample.time_s = p.time_s;
       sample.vram_bytes = p.value * kMiB / k;
-      sample.sm_ratio = std::min(1.0, ratio) / k;
+      // SM activity is relative to the allocation unit (as a MIG instance's counters are): a
+      // pod's 1/k of the device's activity over its share of the device, so that the pods'
+      // used GPU-seconds add up to the device's.
+      const double fraction = store_.state(row).unit.device_fraction;
+      sample.sm_ratio =
+          k > 1 && fraction > 0 ? std::min(1.0, ratio / k / fraction) : std::min(1.0, ratio);
       if (limit > 0 && sample.vram_bytes > limit) {
         ++report.refused;
         issue(who + ": " + FormatNumber(p.value) + " MiB at " + FormatNumber(p.time_s) +

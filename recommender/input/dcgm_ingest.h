@@ -16,10 +16,11 @@
 //    request the allocation is what DCGM shows (a MIG profile, a shared device, one GPU).
 //
 // Shared devices (the rule, also in the README): DCGM's counters are per device. When k pods
-// report the same device at the same time, each pod gets 1/k of the device's VRAM and of its SM
-// activity, so the pods' shares add up to the device; such workloads are flagged
-// `shared_device_estimate` in every output. Values of 9223372036854775792 and above are DCGM's
-// "no value" markers and skipped.
+// report the same device at the same time, each pod gets 1/k of the device's VRAM and 1/k of its
+// SM activity. Like every SM figure in gpuvpa, a pod's SM ratio is relative to its allocation
+// unit (its share of the device: 1/replicas), so the pods' used GPU-seconds — VRAM and SM — add
+// up to the device's. Such workloads are flagged `shared_device_estimate` in every output. Values
+// of 9223372036854775792 and above are DCGM's "no value" markers and skipped.
 #pragma once
 
 #include <array>

@@ -1,0 +1,472 @@
+// The live input against a real Prometheus: DCGM- and kube-state-metrics-shaped history
+// backfilled with promtool, read by the daemon's engine and by the real gpuvpa-recommender.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "core/base/time_format.h"
+#include "core/cost/config.h"
+#include "core/gpu/gpu_catalog.h"
+#include "core/net/http_client.h"
+#include "proto/gpuvpa.grpc.pb.h"
+#include "recommender/daemon/daemon_config.h"
+#include "recommender/daemon/recommender_daemon.h"
+#include "recommender/logic/recommender.h"
+#include "test/support/process.h"
+#include "test/support/prometheus_server.h"
+#include "test/support/scripted_http_server.h"
+#include "test/support/sockets.h"
+#include "test/support/temp_dir.h"
+
+namespace gpuvpa::recommender {
+namespace {
+
+using std::chrono::milliseconds;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr int kHours = 30;  // of history, one point a minute
+
+// The workloads' usage at minute i (deterministic, varied).
+double TrainerMiB(int i) { return 20000 + (i * 37 % 600) * 10; }
+double TrainerSm(int i) { return 0.2 + (i * 13 % 50) / 100.0; }
+double MigMiB(int i) { return 6000 + (i * 7 % 200) * 10; }
+double MigGr(int i) { return (i % 5) / 10.0; }
+constexpr double kSharedDeviceMiB = 30000;
+constexpr double kSharedDeviceUtil = 60;
+
+struct Fixture {
+  double start_s = 0;  // the first sample
+  double end_s = 0;    // the last sample
+  std::string openmetrics;
+};
+
+Fixture MakeHistory() {
+  Fixture f;
+  const double now = std::floor(UnixNowSeconds() / 60) * 60;
+  f.end_s = now - 180;  // the daemon's lag in these tests: no lookback repeats past the end
+  f.start_s = f.end_s - kHours * 3600.0;
+  std::map<std::string, std::string> family;  // metric family → lines (families stay contiguous)
+  auto add = [&](const std::string& metric, const std::string& labels, double v, double t) {
+    char value[64];
+    std::snprintf(value, sizeof value, "%.6f %.0f\n", v, t);
+    family[metric] += metric + "{" + labels + "} " + value;
+  };
+  const std::string h100 = "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-a\"";
+  const std::string a100 = "modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node-b\"";
+  const std::string trainer =
+      "gpu=\"0\",UUID=\"GPU-t\"," + h100 +
+      ",namespace=\"ml\",pod=\"trainer-7d9f8b6c5d-x2x4z\",container=\"main\"";
+  const std::string mig = "gpu=\"0\",UUID=\"GPU-m\",GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"7\"," +
+                          a100 + ",namespace=\"inf\",pod=\"embed-0\",container=\"server\"";
+  // The pool allocator: the old label set, no kube-state-metrics (pod-name rule).
+  const std::string pool = "gpu=\"1\",uuid=\"GPU-p\"," + h100 +
+                           ",pod_namespace=\"llm\",pod_name=\"vllm-5f6b7c8d9f-x2x4z\","
+                           "container_name=\"engine\"";
+  for (int i = 0; i <= kHours * 60; ++i) {
+    const double t = f.start_s + i * 60.0;
+    const std::string n = std::to_string(i);
+    // Series are written per family, each in time order: promtool needs families contiguous.
+    add("DCGM_FI_DEV_FB_USED", trainer, TrainerMiB(i), t);
+    add("DCGM_FI_PROF_SM_ACTIVE", trainer, TrainerSm(i), t);
+    add("DCGM_FI_DEV_GPU_UTIL", trainer, TrainerSm(i) * 100, t);
+    add("DCGM_FI_DEV_FB_USED", mig, MigMiB(i), t);
+    add("DCGM_FI_PROF_GR_ENGINE_ACTIVE", mig, MigGr(i), t);
+    add("DCGM_FI_DEV_FB_USED", pool, 72000, t);
+    add("DCGM_FI_DEV_GPU_UTIL", pool, 5 + i % 3, t);
+    for (const char* p : {"a", "b", "c"}) {
+      // honorLabels: false — the workload's labels are exported_*, the target's are the exporter.
+      const std::string shared = "gpu=\"2\",UUID=\"GPU-s\"," + h100 +
+                                 ",exported_namespace=\"web\",exported_pod=\"svc-" + p +
+                                 "-0\",exported_container=\"app\",namespace=\"gpu-operator\","
+                                 "pod=\"dcgm-exporter-x\",container=\"nvidia-dcgm-exporter\"";
+      add("DCGM_FI_DEV_FB_USED", shared, kSharedDeviceMiB, t);
+      add("DCGM_FI_DEV_GPU_UTIL", shared, kSharedDeviceUtil, t);
+    }
+    // An idle GPU: the exporter's own labels only.
+    add("DCGM_FI_DEV_FB_USED",
+        "gpu=\"3\",UUID=\"GPU-i\"," + h100 +
+            ",namespace=\"gpu-operator\",pod=\"dcgm-exporter-x\",container=\"nvidia-dcgm-"
+            "exporter\"",
+        0, t);
+    if (i % 10 == 0) {  // kube-state-metrics, scraped less often
+      add("kube_pod_owner",
+          "namespace=\"ml\",pod=\"trainer-7d9f8b6c5d-x2x4z\",owner_kind=\"ReplicaSet\","
+          "owner_name=\"trainer-7d9f8b6c5d\",owner_is_controller=\"true\",uid=\"u1\"",
+          1, t);
+      add("kube_replicaset_owner",
+          "namespace=\"ml\",replicaset=\"trainer-7d9f8b6c5d\",owner_kind=\"Deployment\","
+          "owner_name=\"trainer\",owner_is_controller=\"true\"",
+          1, t);
+      add("kube_pod_owner",
+          "namespace=\"inf\",pod=\"embed-0\",owner_kind=\"StatefulSet\",owner_name=\"embed\","
+          "owner_is_controller=\"true\",uid=\"u2\"",
+          1, t);
+      for (const char* p : {"a", "b", "c"})
+        add("kube_pod_owner",
+            std::string("namespace=\"web\",pod=\"svc-") + p +
+                "-0\",owner_kind=\"StatefulSet\",owner_name=\"svc-" + p +
+                "\",owner_is_controller=\"true\",uid=\"u" + p + "\"",
+            1, t);
+      add("kube_pod_container_resource_requests",
+          "namespace=\"ml\",pod=\"trainer-7d9f8b6c5d-x2x4z\",container=\"main\","
+          "resource=\"nvidia_com_gpu\",unit=\"integer\",node=\"node-a\",uid=\"u1\"",
+          1, t);
+      add("kube_pod_container_resource_requests",
+          "namespace=\"inf\",pod=\"embed-0\",container=\"server\","
+          "resource=\"nvidia_com_mig_1g_10gb\",unit=\"integer\",node=\"node-b\",uid=\"u2\"",
+          1, t);
+      for (const char* p : {"a", "b", "c"})
+        add("kube_pod_container_resource_requests",
+            std::string("namespace=\"web\",pod=\"svc-") + p +
+                "-0\",container=\"app\",resource=\"nvidia_com_gpu_shared\",unit=\"integer\","
+                "node=\"node-a\",uid=\"u" +
+                p + "\"",
+            1, t);
+      add("kube_namespace_labels", "namespace=\"ml\",label_cost_center=\"research\"", 1, t);
+    }
+  }
+  for (const auto& [metric, lines] : family)
+    f.openmetrics += "# TYPE " + metric + " gauge\n" + lines;
+  f.openmetrics += "# EOF\n";
+  return f;
+}
+
+class PrometheusIngestTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::ScopedTempDir();
+    server_ = new testing::PrometheusServer(dir_->dir().string());
+    fixture_ = new Fixture(MakeHistory());
+    std::string error;
+    ok_ = server_->Backfill(fixture_->openmetrics, &error) && server_->Start(&error);
+    error_ = new std::string(error);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete dir_;
+    delete fixture_;
+    delete error_;
+  }
+  void SetUp() override { ASSERT_TRUE(ok_) << *error_; }
+
+  // The daemon's config against the test Prometheus, with state in `tmp`.
+  static std::string ConfigYaml(const testing::ScopedTempDir& tmp, const std::string& url) {
+    return "ledger:\n  path: " + tmp.Path("ledger.db") +
+           "\nprices:\n  - gpu_model: H100-80GB\n    usd_per_gpu_hour: 4\n"
+           "  - gpu_model: A100-80GB\n    usd_per_gpu_hour: 2\n"
+           "recommender:\n  prometheus:\n    server_address: " +
+           url +
+           "\n    step_seconds: 60\n    chunk_seconds: 21600\n    hosts_per_query: 1\n"
+           "    lag_seconds: 180\n    timeout_seconds: 5\n    max_retries: 1\n"
+           "  checkpoint: " +
+           tmp.Path("checkpoint") +
+           "\n  min_history_hours: 12\n  poll_interval_seconds: 1\n"
+           "  listen_http: 127.0.0.1:0\n  listen_grpc: 127.0.0.1:0\n";
+  }
+
+  static std::unique_ptr<RecommenderDaemon> NewDaemon(const testing::ScopedTempDir& tmp,
+                                                      const std::string& url) {
+    Result<GpuvpaConfig> gpuvpa = ParseConfig(ConfigYaml(tmp, url));
+    EXPECT_TRUE(gpuvpa.ok()) << gpuvpa.status().message();
+    Result<DaemonConfig> config = ParseDaemonConfig(gpuvpa->recommender_yaml, "test");
+    EXPECT_TRUE(config.ok()) << config.status().message();
+    Result<std::unique_ptr<RecommenderDaemon>> d =
+        RecommenderDaemon::Create(*config, *std::move(gpuvpa));
+    EXPECT_TRUE(d.ok()) << d.status().message();
+    return d.ok() ? std::move(d).value() : nullptr;
+  }
+
+  static const v1::Recommendation* Find(const RecommendationSnapshot& s, const std::string& ns,
+                                        const std::string& kind, const std::string& name) {
+    for (const auto& [key, rec] : s.by_key)
+      if (rec.identity().namespace_name() == ns && rec.identity().owner_kind() == kind &&
+          rec.identity().owner_name() == name)
+        return &rec;
+    return nullptr;
+  }
+
+  static testing::ScopedTempDir* dir_;
+  static testing::PrometheusServer* server_;
+  static Fixture* fixture_;
+  static bool ok_;
+  static std::string* error_;
+};
+
+testing::ScopedTempDir* PrometheusIngestTest::dir_ = nullptr;
+testing::PrometheusServer* PrometheusIngestTest::server_ = nullptr;
+Fixture* PrometheusIngestTest::fixture_ = nullptr;
+bool PrometheusIngestTest::ok_ = false;
+std::string* PrometheusIngestTest::error_ = nullptr;
+
+TEST_F(PrometheusIngestTest, RecommendationsMatchTheSamplesComputedDirectly) {
+  testing::ScopedTempDir tmp;
+  std::unique_ptr<RecommenderDaemon> d = NewDaemon(tmp, server_->url());
+  ASSERT_NE(d, nullptr);
+  ASSERT_TRUE(d->PollOnce(UnixNowSeconds()).ok());
+  const auto snap = d->snapshot();
+
+  // The trainer, owned through ReplicaSet → Deployment, cost center from the namespace label.
+  const v1::Recommendation* trainer = Find(*snap, "ml", "Deployment", "trainer");
+  ASSERT_NE(trainer, nullptr);
+  EXPECT_EQ(trainer->identity().cost_center(), "research");
+  EXPECT_EQ(trainer->identity().allocation(), "nvidia.com/gpu=1");
+  EXPECT_EQ(trainer->identity().gpu_model(), "H100-80GB");
+  // The same samples straight into a store: the same recommendation.
+  FleetStoreOptions options;
+  options.sample_period_s = 60;
+  FleetStore direct(options);
+  v1::WorkloadIdentity id = trainer->identity();
+  AllocationUnit unit;
+  unit.vram_capacity_bytes = unit.vram_limit_bytes = 80e9;
+  const uint32_t row = direct.Track(id, unit);
+  for (int i = 0; i <= kHours * 60; ++i)
+    direct.AddSample(row,
+                     {fixture_->start_s + i * 60.0, TrainerMiB(i) * kMiB, TrainerSm(i), false});
+  RecommenderOptions rec_options;
+  rec_options.min_history_s = 12 * 3600;
+  const Recommendation expected = Recommender(rec_options).Recommend(direct, row);
+  EXPECT_TRUE(trainer->has_target());
+  EXPECT_DOUBLE_EQ(trainer->vram_target_bytes(), expected.vram_target_bytes);
+  EXPECT_DOUBLE_EQ(trainer->vram_history_peak_bytes(), 25990 * kMiB);
+  EXPECT_DOUBLE_EQ(trainer->sm_p90_ratio(), expected.sm_p90_ratio);
+  EXPECT_EQ(trainer->sample_count(), static_cast<uint64_t>(kHours * 60 + 1));
+
+  // MIG: the profile from the request, SM from GR_ENGINE_ACTIVE, capped by the instance.
+  const v1::Recommendation* mig = Find(*snap, "inf", "StatefulSet", "embed");
+  ASSERT_NE(mig, nullptr);
+  EXPECT_EQ(mig->identity().allocation(), "nvidia.com/mig-1g.10gb=1");
+  EXPECT_DOUBLE_EQ(mig->vram_history_peak_bytes(), 7990 * kMiB);
+  EXPECT_LE(mig->vram_target_bytes(), mig->vram_limit_bytes());
+  EXPECT_NEAR(mig->sm_p99_ratio(), 0.4, 0.011);
+
+  // The pool allocator, found through the old labels and the pod-name rule.
+  const v1::Recommendation* pool = Find(*snap, "llm", "Deployment", "vllm");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_TRUE(pool->vram_set_by_allocator());
+
+  // The shared device: three pods, each a third, adding up to the device, flagged.
+  double vram_sum = 0, sm_hours_sum = 0, vram_hours_sum = 0, allocated = 0;
+  for (const char* p : {"svc-a", "svc-b", "svc-c"}) {
+    const v1::Recommendation* r = Find(*snap, "web", "StatefulSet", p);
+    ASSERT_NE(r, nullptr) << p;
+    EXPECT_TRUE(r->shared_device_estimate());
+    EXPECT_EQ(r->identity().allocation(), "nvidia.com/gpu.shared=1/3");
+    vram_sum += r->vram_history_peak_bytes();
+    sm_hours_sum += r->used_gpu_hours_sm();
+    vram_hours_sum += r->used_gpu_hours_vram();
+    EXPECT_NEAR(r->sm_p90_ratio(), kSharedDeviceUtil / 100,
+                0.011);  // 0.2 of the device over a 1/3 share
+    allocated += r->allocated_gpu_hours();
+  }
+  EXPECT_DOUBLE_EQ(vram_sum, kSharedDeviceMiB * kMiB);
+  // Device time: the three shares add up to one device over the history; used SM time to the
+  // device's 60 %, used VRAM time to the device's 30000 MiB of its memory.
+  EXPECT_NEAR(allocated, trainer->allocated_gpu_hours(), 1e-6);
+  EXPECT_NEAR(sm_hours_sum, kSharedDeviceUtil / 100 * allocated, 1e-6 * allocated);
+  const double device_bytes = (*GpuCatalog::BuiltIn().FindModel("H100-80GB"))->memory_bytes;
+  EXPECT_NEAR(vram_hours_sum, kSharedDeviceMiB * kMiB / device_bytes * allocated, 1e-6 * allocated);
+  EXPECT_FALSE(trainer->shared_device_estimate());
+  // The idle GPU (exporter labels only) is nobody's workload.
+  EXPECT_EQ(snap->by_key.size(), 6u);
+}
+
+TEST_F(PrometheusIngestTest, RestartReadsNoHistoryTwiceAndChargesNothingTwice) {
+  testing::ScopedTempDir tmp;
+  const double now = UnixNowSeconds();
+  double through = 0;
+  std::map<std::string, double> first_costs;
+  {
+    std::unique_ptr<RecommenderDaemon> d = NewDaemon(tmp, server_->url());
+    ASSERT_NE(d, nullptr);
+    ASSERT_TRUE(d->PollOnce(now).ok());
+    ASSERT_TRUE(d->SaveCheckpointNow(now).ok());
+    const std::vector<QueriedRange> ranges = d->source().queried_ranges();
+    ASSERT_FALSE(ranges.empty());
+    // Chunks of at most 6 h, host batches of one host, no overlap between chunks.
+    for (const QueriedRange& r : ranges) EXPECT_LE(r.end_s - r.start_s, 6 * 3600 - 60 + 1e-6);
+    through = ranges.back().end_s;
+    for (const auto& [key, rec] : d->snapshot()->by_key) first_costs[key] = rec.allocated_usd();
+  }
+  std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(tmp.Path("ledger.db"))).value();
+  const auto rows_before = ledger->ChargeMarks();
+  ASSERT_TRUE(rows_before.ok());
+  // Restart, same time: nothing to read, nothing charged, same recommendations.
+  std::unique_ptr<RecommenderDaemon> again = NewDaemon(tmp, server_->url());
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->snapshot()->by_key.size(), first_costs.size());
+  ASSERT_TRUE(again->PollOnce(now).ok());
+  EXPECT_TRUE(again->source().queried_ranges().empty());
+  for (const auto& [key, rec] : again->snapshot()->by_key)
+    EXPECT_DOUBLE_EQ(rec.allocated_usd(), first_costs[key]) << key;
+  // Later: only what is new since the high-water mark is asked for.
+  ASSERT_TRUE(again->PollOnce(now + 300).ok());
+  for (const QueriedRange& r : again->source().queried_ranges()) EXPECT_GT(r.start_s, through);
+  const auto marks_after = std::move(Ledger::Open(tmp.Path("ledger.db"))).value()->ChargeMarks();
+  ASSERT_TRUE(marks_after.ok());
+  EXPECT_EQ(marks_after->size(), rows_before->size());
+}
+
+TEST_F(PrometheusIngestTest, ADownOrFailingPrometheusKeepsTheLastRecommendationsAndRecovers) {
+  testing::ScopedTempDir tmp;
+  {
+    std::unique_ptr<RecommenderDaemon> d = NewDaemon(tmp, server_->url());
+    ASSERT_NE(d, nullptr);
+    ASSERT_TRUE(d->PollOnce(UnixNowSeconds()).ok());
+    ASSERT_TRUE(d->SaveCheckpointNow(UnixNowSeconds()).ok());
+  }
+  // Down: a port nobody listens on.
+  const std::string down = "http://127.0.0.1:" + std::to_string(testing::FreeLocalPort());
+  std::unique_ptr<RecommenderDaemon> d = NewDaemon(tmp, down);
+  ASSERT_NE(d, nullptr);
+  const size_t tracked = d->snapshot()->by_key.size();
+  const Status s = d->PollOnce(UnixNowSeconds() + 600);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.message();
+  EXPECT_NE(s.message().find("Prometheus query"), std::string::npos) << s.message();
+  EXPECT_EQ(d->snapshot()->by_key.size(), tracked);
+  EXPECT_EQ(d->HandleHttp("/readyz").status, 503);
+  EXPECT_NE(d->HandleHttp("/metrics").body.find("gpuvpa_recommender_query_errors_total 1"),
+            std::string::npos);
+  // An error body names the query and the server's message.
+  testing::ScriptedHttpServer failing(
+      testing::HttpBehaviour::kOk,
+      R"({"status":"error","errorType":"execution","error":"query timed out in expression evaluation"})");
+  std::unique_ptr<RecommenderDaemon> e = NewDaemon(tmp, failing.url());
+  ASSERT_NE(e, nullptr);
+  const Status se = e->PollOnce(UnixNowSeconds() + 600);
+  EXPECT_EQ(se.code(), StatusCode::kUnavailable);
+  EXPECT_NE(se.message().find("query timed out"), std::string::npos) << se.message();
+  EXPECT_EQ(e->snapshot()->by_key.size(), tracked);
+  // Back up: it resumes and is ready.
+  std::unique_ptr<RecommenderDaemon> f = NewDaemon(tmp, server_->url());
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->PollOnce(UnixNowSeconds()).ok());
+  EXPECT_EQ(f->HandleHttp("/readyz").status, 200);
+}
+
+// The real binary: /metrics (promtool-clean), gRPC List/Get/Watch, SIGTERM, restart.
+TEST_F(PrometheusIngestTest, DaemonServesMetricsAndTheApiAndSurvivesARestart) {
+  testing::ScopedTempDir tmp;
+  const int http_port = testing::FreeLocalPort();
+  const int grpc_port = testing::FreeLocalPort();
+  std::ofstream(tmp.Path("gpuvpa.yaml")) << ConfigYaml(tmp, server_->url());
+  auto start = [&] {
+    return testing::SpawnProcess(
+        {std::string(GPUVPA_BIN_DIR) + "/gpuvpa-recommender", "--config", tmp.Path("gpuvpa.yaml"),
+         "--listen-http", "127.0.0.1:" + std::to_string(http_port), "--listen-grpc",
+         "127.0.0.1:" + std::to_string(grpc_port)},
+        tmp.Path("daemon.log"));
+  };
+  auto log = [&] {
+    std::ifstream in(tmp.Path("daemon.log"));
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  auto wait_ready = [&] {
+    for (int i = 0; i < 300; ++i) {
+      Result<HttpResponse> r =
+          HttpGet("http://127.0.0.1:" + std::to_string(http_port) + "/readyz", milliseconds(500));
+      if (r.ok() && r->status == 200) return true;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return false;
+  };
+  auto stop = [&](pid_t& pid) {
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 200 && ::waitpid(pid, &status, WNOHANG) != pid; ++i)
+      std::this_thread::sleep_for(milliseconds(50));
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  pid_t pid = start();
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_ready()) << log();
+  Result<HttpResponse> metrics =
+      HttpGet("http://127.0.0.1:" + std::to_string(http_port) + "/metrics", milliseconds(2000));
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_NE(metrics->body.find("gpuvpa_recommendation_vram_target_bytes{container=\"main\","
+                               "cost_center=\"research\",namespace=\"ml\",workload=\"trainer\""),
+            std::string::npos)
+      << metrics->body.substr(0, 2000);
+  EXPECT_NE(metrics->body.find("gpuvpa_recommender_samples_ingested_total"), std::string::npos);
+  std::ofstream(tmp.Path("metrics.txt")) << metrics->body;
+  EXPECT_EQ(std::system(("promtool check metrics < " + tmp.Path("metrics.txt") + " > " +
+                         tmp.Path("promtool.log") + " 2>&1")
+                            .c_str()),
+            0)
+      << std::ifstream(tmp.Path("promtool.log")).rdbuf();
+
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::RecommendationService::NewStub(channel);
+  v1::ListRecommendationsResponse list;
+  {
+    grpc::ClientContext ctx;
+    v1::ListRecommendationsRequest req;
+    ASSERT_TRUE(stub->List(&ctx, req, &list).ok());
+    EXPECT_EQ(list.recommendations_size(), 6);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ListRecommendationsRequest req;
+    req.set_cost_center("research");
+    v1::ListRecommendationsResponse only;
+    ASSERT_TRUE(stub->List(&ctx, req, &only).ok());
+    ASSERT_EQ(only.recommendations_size(), 1);
+    EXPECT_EQ(only.recommendations(0).identity().owner_name(), "trainer");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetRecommendationRequest req;
+    req.set_namespace_name("ml");
+    req.set_owner_kind("Deployment");
+    req.set_owner_name("trainer");
+    req.set_container("main");
+    v1::Recommendation rec;
+    ASSERT_TRUE(stub->Get(&ctx, req, &rec).ok());
+    EXPECT_TRUE(rec.has_target());
+    req.set_owner_name("nobody");
+    grpc::ClientContext ctx2;
+    EXPECT_EQ(stub->Get(&ctx2, req, &rec).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::ListRecommendationsRequest req;
+    req.set_namespace_name("web");
+    auto reader = stub->Watch(&ctx, req);
+    v1::RecommendationUpdate update;
+    ASSERT_TRUE(reader->Read(&update));
+    EXPECT_EQ(update.changed_size(), 3);
+    ctx.TryCancel();
+  }
+  EXPECT_EQ(stop(pid), 0) << log();
+  // Restart: the same recommendations from the checkpoint, before and after the first poll.
+  pid = start();
+  ASSERT_TRUE(wait_ready()) << log();
+  auto channel2 = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port),
+                                      grpc::InsecureChannelCredentials());
+  auto stub2 = v1::RecommendationService::NewStub(channel2);
+  grpc::ClientContext ctx;
+  v1::ListRecommendationsResponse after;
+  ASSERT_TRUE(stub2->List(&ctx, {}, &after).ok());
+  ASSERT_EQ(after.recommendations_size(), list.recommendations_size());
+  for (int i = 0; i < after.recommendations_size(); ++i) {
+    EXPECT_EQ(after.recommendations(i).identity().SerializeAsString(),
+              list.recommendations(i).identity().SerializeAsString());
+    EXPECT_DOUBLE_EQ(after.recommendations(i).vram_target_bytes(),
+                     list.recommendations(i).vram_target_bytes());
+  }
+  EXPECT_EQ(stop(pid), 0) << log();
+}
+
+}  // namespace
+}  // namespace gpuvpa::recommender
