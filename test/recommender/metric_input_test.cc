@@ -1,0 +1,241 @@
+// Parsers and joins of the live input on the real exporter and API outputs in
+// shared/data/fixtures (read unedited), plus the edge cases they do not show.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/gpu/gpu_catalog.h"
+#include "core/metrics/exposition_text.h"
+#include "core/metrics/prometheus_api.h"
+#include "recommender/input/dcgm_ingest.h"
+#include "recommender/input/kube_state.h"
+
+namespace gpuvpa::recommender {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  std::ifstream in(std::string(GPUVPA_SHARED_DATA_DIR) + "/fixtures/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(PrometheusApiTest, ParsesTheRealRangeAndInstantResponses) {
+  Result<PrometheusQueryResult> range = ParsePrometheusResponse(
+      Fixture("prometheus-api-query-range-matrix.json"), 200, PrometheusResultType::kMatrix, "up");
+  ASSERT_TRUE(range.ok()) << range.status().message();
+  ASSERT_FALSE(range->series.empty());
+  EXPECT_FALSE(range->series[0].points.empty());
+  EXPECT_FALSE(range->series[0].metric.empty());
+
+  Result<PrometheusQueryResult> fb =
+      ParsePrometheusResponse(Fixture("prometheus-api-query-dcgm-fb-used-vector-honorlabels.json"),
+                              200, PrometheusResultType::kVector, "DCGM_FI_DEV_FB_USED");
+  ASSERT_TRUE(fb.ok()) << fb.status().message();
+  size_t with_pod = 0;
+  for (const LabeledSeries& s : fb->series) {
+    EXPECT_EQ(s.metric, "DCGM_FI_DEV_FB_USED");
+    ASSERT_EQ(s.points.size(), 1u);
+    if (s.Label("container") == "main") {
+      ++with_pod;
+      EXPECT_EQ(s.points[0].value, 74166);
+    }
+  }
+  EXPECT_EQ(with_pod, 1u);
+
+  Result<PrometheusQueryResult> hist =
+      ParsePrometheusResponse(Fixture("prometheus-api-openapi-query-range-native-histograms.json"),
+                              200, PrometheusResultType::kMatrix, "http_request_duration_seconds");
+  ASSERT_TRUE(hist.ok()) << hist.status().message();
+  EXPECT_EQ(hist->skipped_histograms, 1u);
+}
+
+TEST(PrometheusApiTest, ErrorsNameTheQueryAndWhatWasWrong) {
+  Result<PrometheusQueryResult> r =
+      ParsePrometheusResponse(Fixture("prometheus-api-error-tsdb-not-ready.json"), 503,
+                              PrometheusResultType::kMatrix, "DCGM_FI_DEV_FB_USED");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("TSDB not ready"), std::string::npos);
+  EXPECT_NE(r.status().message().find("DCGM_FI_DEV_FB_USED"), std::string::npos);
+
+  r = ParsePrometheusResponse(R"({"status":"error","errorType":"bad_data","error":"parse error"})",
+                              400, PrometheusResultType::kMatrix, "sum(");
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+
+  r = ParsePrometheusResponse(Fixture("prometheus-api-query-instant-vector.json"), 200,
+                              PrometheusResultType::kMatrix, "up");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("resultType is \"vector\", expected \"matrix\""),
+            std::string::npos)
+      << r.status().message();
+
+  r = ParsePrometheusResponse("<html>502 Bad Gateway</html>", 502, PrometheusResultType::kMatrix,
+                              "up");
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("HTTP 502"), std::string::npos);
+
+  // Warnings (a partial response) are kept; bad values are skipped and counted.
+  r = ParsePrometheusResponse(
+      R"({"status":"success","warnings":["partial response: store b down"],"data":{"resultType":"matrix","result":[{"metric":{"__name__":"x"},"values":[[1,"1"],[2,"NaN"],[3,"+Inf"],[4,"2"],["5","3"]]}]}})",
+      200, PrometheusResultType::kMatrix, "x");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_EQ(r->series[0].points.size(), 2u);
+  EXPECT_EQ(r->skipped_points, 3u);
+
+  r = ParsePrometheusResponse(
+      R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":1},"values":[]}]}})",
+      200, PrometheusResultType::kMatrix, "x");
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("label \"a\""), std::string::npos);
+}
+
+TEST(ExpositionTextTest, EveryDcgmAndKubeStateFixtureParses) {
+  size_t files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(GPUVPA_SHARED_DATA_DIR) + "/fixtures")) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".txt" || name.rfind("NOTICE", 0) == 0 ||
+        name.rfind("LICENSE", 0) == 0)
+      continue;
+    ++files;
+    Result<ExpositionParse> p = ParseExpositionText(Fixture(name), {TimestampUnit::kAuto, 1.7e9});
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_GT(p->samples, 0u) << name;
+    // Only the README's "..." elisions are not samples.
+    for (const ExpositionIssue& issue : p->issues)
+      EXPECT_NE(issue.message.find("does not start with a metric name"), std::string::npos)
+          << name << ":" << issue.line << ": " << issue.message;
+  }
+  EXPECT_GE(files, 15u);
+}
+
+TEST(ExpositionTextTest, TimestampsSecondsForOpenMetricsMillisecondsOtherwise) {
+  Result<ExpositionParse> prom = ParseExpositionText("a{x=\"1\"} 5 1700000000000\n");
+  ASSERT_TRUE(prom.ok());
+  ASSERT_EQ(prom->series.size(), 1u);
+  EXPECT_DOUBLE_EQ(prom->series[0].points[0].time_s, 1.7e9);
+  Result<ExpositionParse> om = ParseExpositionText("a{x=\"1\"} 5 1700000000.5\n# EOF\n");
+  ASSERT_TRUE(om.ok());
+  EXPECT_TRUE(om->openmetrics);
+  EXPECT_DOUBLE_EQ(om->series[0].points[0].time_s, 1700000000.5);
+  // Escapes, spaces after commas, repeated series grouped, sorted by time.
+  Result<ExpositionParse> p = ParseExpositionText(
+      "m{a=\"q\\\"x\", b=\"y\"} 1 3000\nm{b=\"y\",a=\"q\\\"x\"} 2 1000\nm{a=\"z\"} NaN 1000\n");
+  ASSERT_TRUE(p.ok());
+  ASSERT_EQ(p->series.size(), 1u);
+  EXPECT_EQ(p->series[0].Label("a"), "q\"x");
+  ASSERT_EQ(p->series[0].points.size(), 2u);
+  EXPECT_EQ(p->series[0].points[0].value, 2);
+  EXPECT_EQ(p->non_finite, 1u);
+  // No timestamp and no scrape time: a malformed line naming why.
+  Result<ExpositionParse> bare = ParseExpositionText("m 1\nm{a=\"b\" 1 2\n");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare->malformed, 2u);
+  EXPECT_NE(bare->issues[0].message.find("no timestamp"), std::string::npos);
+  EXPECT_FALSE(ParseExpositionText(std::string("m 1\0", 4)).ok());
+}
+
+KubeState FromText(const std::string& text) {
+  KubeState k;
+  Result<ExpositionParse> p = ParseExpositionText(text, {TimestampUnit::kAuto, 1.7e9});
+  EXPECT_TRUE(p.ok());
+  for (const LabeledSeries& s : p->series) k.Add(s);
+  return k;
+}
+
+TEST(KubeStateTest, OwnersRequestsAndLabelsFromTheRealOutputs) {
+  KubeState k = FromText(Fixture("kube-state-metrics-pod-owner-replicaset.txt") +
+                         Fixture("kube-state-metrics-replicaset-owner-deployment.txt") +
+                         Fixture("kube-state-metrics-pod-owner-none.txt") +
+                         Fixture("kube-state-metrics-pod-container-resources-nvidia-gpu.txt") +
+                         Fixture("kube-state-metrics-namespace-labels-pre-v2.0.txt") +
+                         "kube_pod_owner{namespace=\"ns1\",pod=\"web-abc\",owner_kind="
+                         "\"ReplicaSet\",owner_name=\"rs1\"} 1\n");
+  // ReplicaSet → Deployment through kube_replicaset_owner.
+  PodOwner o = k.ResolveOwner("ns1", "web-abc");
+  EXPECT_EQ(o.kind, "Deployment");
+  EXPECT_EQ(o.name, "dp-name");
+  EXPECT_EQ(o.source, OwnerSource::kKubeStateMetrics);
+  // A ReplicaSet KSM knows no owner of, whose name is no "<deployment>-<hash>": itself.
+  o = k.ResolveOwner("ns2", "pod2");
+  EXPECT_EQ(o.kind, "ReplicaSet");
+  EXPECT_EQ(o.name, "rs-name");
+  // Empty owner labels (v2.8+): the bare pod.
+  o = k.ResolveOwner("ns1", "pod1");
+  EXPECT_EQ(o.kind, "Pod");
+  EXPECT_EQ(o.name, "pod1");
+  // The GPU request of the container that has one.
+  std::optional<GpuAllocation> a = k.Request("ns1", "pod1", "pod1_con1", 0, nullptr);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->ToString(), "nvidia.com/gpu=1");
+  EXPECT_FALSE(k.Request("ns1", "pod1", "pod1_con2", 0, nullptr).has_value());
+  // Cost center from a namespace label (KSM's sanitized key).
+  CostCenterRules rules;
+  rules.namespace_label_key = "app";
+  EXPECT_EQ(k.CostCenter(rules, "ns2", o), "example2");
+  EXPECT_EQ(k.CostCenter(rules, "ns9", o), "unallocated");
+}
+
+TEST(KubeStateTest, MigAndSharedRequestsAndAnnotations) {
+  const GpuModel* a100 = *GpuCatalog::BuiltIn().FindModel("A100-80GB");
+  KubeState k = FromText(
+      "kube_pod_container_resource_requests{namespace=\"n\",pod=\"p\",container=\"c\","
+      "resource=\"nvidia_com_mig_1g_10gb\",unit=\"integer\"} 2\n"
+      "kube_pod_container_resource_requests{namespace=\"n\",pod=\"q\",container=\"c\","
+      "resource=\"nvidia_com_gpu_shared\",unit=\"integer\"} 1\n"
+      "kube_pod_container_resource_requests{namespace=\"n\",pod=\"r\",container=\"c\","
+      "resource=\"nvidia_com_gpu\",unit=\"integer\"} 0.5\n"
+      "kube_deployment_annotations{namespace=\"n\",deployment=\"d\","
+      "annotation_gpuvpa_io_cost_center=\"team-a\"} 1\n");
+  EXPECT_EQ(k.Request("n", "p", "c", 0, a100)->ToString(), "nvidia.com/mig-1g.10gb=2");
+  EXPECT_EQ(k.Request("n", "q", "c", 4, a100)->ToString(), "nvidia.com/gpu.shared=1/4");
+  EXPECT_FALSE(k.Request("n", "r", "c", 0, a100).has_value());  // not a whole number
+  EXPECT_EQ(k.CostCenter({}, "n", {"Deployment", "d", OwnerSource::kKubeStateMetrics}), "team-a");
+}
+
+TEST(KubeStateTest, PodNameRule) {
+  EXPECT_EQ(OwnerFromPodName("web-7d9f8b6c5d-x2x4z").kind, "Deployment");
+  EXPECT_EQ(OwnerFromPodName("web-7d9f8b6c5d-x2x4z").name, "web");
+  EXPECT_EQ(OwnerFromPodName("db-0").kind, "StatefulSet");
+  EXPECT_EQ(OwnerFromPodName("db-0").name, "db");
+  EXPECT_EQ(OwnerFromPodName("my-job-abcde").kind, "Pod");  // vowels: not a generated suffix
+  EXPECT_EQ(OwnerFromPodName("standalone").kind, "Pod");
+}
+
+TEST(DcgmIngestTest, NoValueMarkersFutureTimesUnknownModelsAndBrokenMigLabels) {
+  FleetStore store;
+  DcgmIngestOptions options;
+  options.now_s = 1.8e9;
+  DcgmIngester ingester(store, GpuCatalog::BuiltIn(), options);
+  Result<ExpositionParse> p = ParseExpositionText(
+      "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"G\",modelName=\"NVIDIA H100 80GB HBM3\",namespace="
+      "\"a\",pod=\"p-0\",container=\"c\"} 9223372036854775794 1700000000\n"
+      "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"G\",modelName=\"NVIDIA H100 80GB HBM3\",namespace="
+      "\"a\",pod=\"p-0\",container=\"c\"} 100 1700000060\n"
+      "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"G\",modelName=\"NVIDIA H100 80GB HBM3\",namespace="
+      "\"a\",pod=\"p-0\",container=\"c\"} 100 1900000000\n"
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"G\",modelName=\"NVIDIA H100 80GB HBM3\",namespace="
+      "\"a\",pod=\"p-0\",container=\"c\"} 250 1700000060\n"
+      "DCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"H\",modelName=\"Fancy GPU 9000\",namespace=\"a\","
+      "pod=\"q-0\",container=\"c\"} 100 1700000060\n"
+      "DCGM_FI_DEV_FB_USED{gpu=\"2\",UUID=\"M\",modelName=\"NVIDIA H100 80GB HBM3\","
+      "GPU_I_PROFILE=\"1g.10gb\",namespace=\"a\",pod=\"r-0\",container=\"c\"} 100 1700000060\n"
+      "# EOF\n");
+  ASSERT_TRUE(p.ok());
+  const DcgmIngestReport r = ingester.Ingest(p->series);
+  EXPECT_EQ(r.accepted, 0u);
+  EXPECT_EQ(r.no_value_markers, 1u);
+  EXPECT_GE(r.refused, 3u);  // the future sample, the unknown model, the SM out of range
+  std::string all;
+  for (const std::string& i : r.issues) all += i + "\n";
+  EXPECT_NE(all.find("Fancy GPU 9000"), std::string::npos) << all;
+  EXPECT_NE(all.find("GPU_I_ID"), std::string::npos) << all;
+  EXPECT_NE(all.find("gpu_util 250"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace gpuvpa::recommender
