@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -17,6 +19,7 @@
 #include "core/gpu/gpu_catalog.h"
 #include "core/net/http_client.h"
 #include "proto/gpuvpa.grpc.pb.h"
+#include "recommender/checkpoint/checkpoint.h"
 #include "recommender/daemon/daemon_config.h"
 #include "recommender/daemon/recommender_daemon.h"
 #include "recommender/logic/recommender.h"
@@ -348,6 +351,73 @@ TEST_F(PrometheusIngestTest, ADownOrFailingPrometheusKeepsTheLastRecommendations
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(f->PollOnce(UnixNowSeconds()).ok());
   EXPECT_EQ(f->HandleHttp("/readyz").status, 200);
+}
+
+// Two replicas, each its shard (a stable hash of the workload key), run as two processes at
+// once: disjoint, and together the whole fleet; each checkpoints only its own workloads.
+TEST_F(PrometheusIngestTest, TwoShardProcessesSplitTheFleetWithoutOverlap) {
+  testing::ScopedTempDir tmp;
+  std::vector<pid_t> pids;
+  for (int shard = 0; shard < 2; ++shard) {
+    const std::string dir = tmp.Path("shard" + std::to_string(shard));
+    std::filesystem::create_directories(dir);
+    std::string yaml = ConfigYaml(tmp, server_->url());
+    // Each replica its own ledger and checkpoint, and its shard.
+    for (const std::string name : {"ledger.db", "checkpoint"}) {
+      const size_t at = yaml.find(tmp.Path(name));
+      yaml.replace(at, tmp.Path(name).size(), dir + "/" + name);
+    }
+    yaml += "  shard:\n    index: " + std::to_string(shard) + "\n    count: 2\n";
+    std::ofstream(dir + "/gpuvpa.yaml") << yaml;
+    pids.push_back(testing::SpawnProcess({std::string(GPUVPA_BIN_DIR) + "/gpuvpa-recommender",
+                                          "--config", dir + "/gpuvpa.yaml", "--once"},
+                                         dir + "/run.log"));
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  std::set<std::string> seen;
+  size_t total = 0;
+  for (int shard = 0; shard < 2; ++shard) {
+    FleetStore store;
+    Result<CheckpointLoad> load =
+        LoadCheckpoint(tmp.Path("shard" + std::to_string(shard)) + "/checkpoint", store);
+    ASSERT_TRUE(load.ok()) << load.status().message();
+    EXPECT_GT(store.size(), 0u) << "shard " << shard;  // six workloads split both ways here
+    for (uint32_t row = 0; row < store.size(); ++row) {
+      const v1::WorkloadIdentity& id = store.state(row).identity;
+      EXPECT_EQ(WorkloadShard(id, 2), shard);
+      seen.insert(id.namespace_name() + "/" + id.owner_kind() + "/" + id.owner_name());
+      ++total;
+    }
+  }
+  EXPECT_EQ(total, 6u);
+  EXPECT_EQ(seen.size(), 6u);
+}
+
+TEST(PrometheusSourceRetryTest, ThrottlingIsRetriedABoundedNumberOfTimesThenNamed) {
+  testing::ScriptedHttpServer throttled(
+      testing::HttpBehaviour::kTooManyRequests,
+      R"({"status":"error","errorType":"unavailable","error":"too many queries"})");
+  PrometheusSourceOptions options;
+  options.http.base_url = throttled.url();
+  options.max_retries = 2;
+  options.backoff_initial_s = 0.01;
+  options.backoff_max_s = 0.05;
+  Result<std::unique_ptr<PrometheusSource>> source = PrometheusSource::Create(options);
+  ASSERT_TRUE(source.ok());
+  const double now = UnixNowSeconds();
+  const PollResult poll =
+      (*source)->Poll(now - 3600, now, [](std::span<const LabeledSeries>, double) {});
+  EXPECT_EQ(poll.error.code(), StatusCode::kUnavailable);
+  EXPECT_NE(poll.error.message().find("HTTP 429 after 3 attempts"), std::string::npos)
+      << poll.error.message();
+  EXPECT_NE(poll.error.message().find("kube_pod_owner"), std::string::npos);
+  EXPECT_EQ(throttled.requests().size(), 3u);
+  EXPECT_EQ(poll.retries, 2u);
+  EXPECT_EQ(poll.through_s, now - 3600);  // nothing read: the next poll starts there again
 }
 
 // The real binary: /metrics (promtool-clean), gRPC List/Get/Watch, SIGTERM, restart.

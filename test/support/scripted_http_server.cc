@@ -95,6 +95,13 @@ void ScriptedHttpServer::Serve(int fd) {
           return;
         }
         continue;
+      case HttpBehaviour::kTooManyRequests:
+        if (!SendAll(fd,
+                     "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Type: "
+                     "application/json\r\nContent-Length: " +
+                         std::to_string(body_.size()) + "\r\n\r\n" + body_))
+          return;
+        continue;
       case HttpBehaviour::kWrappedChunk:
         SendAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFEC\r\nab");
         break;

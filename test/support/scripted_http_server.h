@@ -12,12 +12,13 @@
 namespace gpuvpa::testing {
 
 enum class HttpBehaviour {
-  kOk,            // 200, Content-Length body, keep-alive
-  kOkThenClose,   // 200 with the body, then closes the connection (keep-alive announced)
-  kWrappedChunk,  // chunked body whose chunk size wraps a 64-bit counter, then silence
-  kEndlessBody,   // a huge Content-Length, bytes streamed until the client leaves
-  kSlowloris,     // the status line one byte every 50 ms, forever
-  kSilent,        // accepts, reads the request, never answers
+  kOk,               // 200, Content-Length body, keep-alive
+  kOkThenClose,      // 200 with the body, then closes the connection (keep-alive announced)
+  kWrappedChunk,     // chunked body whose chunk size wraps a 64-bit counter, then silence
+  kEndlessBody,      // a huge Content-Length, bytes streamed until the client leaves
+  kSlowloris,        // the status line one byte every 50 ms, forever
+  kSilent,           // accepts, reads the request, never answers
+  kTooManyRequests,  // 429 with Retry-After: 0 and the body, keep-alive
 };
 
 class ScriptedHttpServer {
