@@ -178,6 +178,12 @@ Result<std::vector<std::string>> ParsePrometheusLabelValues(std::string_view bod
 Result<PrometheusQueryResult> ParsePrometheusResponse(std::string_view body, int http_status,
                                                       PrometheusResultType expected,
                                                       std::string_view query) {
+  return ParsePrometheusResponse(body, http_status, {expected}, query);
+}
+
+Result<PrometheusQueryResult> ParsePrometheusResponse(
+    std::string_view body, int http_status, std::initializer_list<PrometheusResultType> accepted,
+    std::string_view query) {
   thread_local simdjson::dom::parser parser;
   element doc;
   if (parser.parse(body.data(), body.size()).get(doc) != simdjson::SUCCESS)
@@ -196,11 +202,17 @@ Result<PrometheusQueryResult> ParsePrometheusResponse(std::string_view body, int
   std::string_view type;
   if (data["resultType"].get_string().get(type) != simdjson::SUCCESS)
     return ShapeError(query, "has no \"data.resultType\" string");
-  if (type != PrometheusResultTypeName(expected))
-    return ShapeError(query, "resultType is \"" + std::string(type) + "\", expected \"" +
-                                 PrometheusResultTypeName(expected) +
-                                 "\" (check that the query returns " +
-                                 PrometheusResultTypeName(expected) + " data)");
+  const PrometheusResultType* match = nullptr;
+  std::string names;
+  for (const PrometheusResultType& t : accepted) {
+    if (type == PrometheusResultTypeName(t)) match = &t;
+    names += (names.empty() ? "\"" : " or \"") + std::string(PrometheusResultTypeName(t)) + "\"";
+  }
+  if (match == nullptr)
+    return ShapeError(query, "resultType is \"" + std::string(type).substr(0, 80) +
+                                 "\", expected " + names + " (check that the query returns " +
+                                 names + " data)");
+  const PrometheusResultType expected = *match;
   out.type = expected;
   if (expected == PrometheusResultType::kScalar || expected == PrometheusResultType::kString) {
     element value;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,11 @@ Result<PrometheusQueryResult> ParsePrometheusResponse(std::string_view body, int
 // /api/v1/label/<name>/values: the values, with the same error rules.
 Result<std::vector<std::string>> ParsePrometheusLabelValues(std::string_view body, int http_status,
                                                             std::string_view query);
+
+// The same, accepting any of several result types (`type` in the result says which).
+Result<PrometheusQueryResult> ParsePrometheusResponse(
+    std::string_view body, int http_status, std::initializer_list<PrometheusResultType> accepted,
+    std::string_view query);
 
 const char* PrometheusResultTypeName(PrometheusResultType type);
 

@@ -25,6 +25,47 @@ Status ParsePrometheus(const YAML::Node& n, const YamlField& f, PrometheusSource
   return OkStatus();
 }
 
+Status ReadList(const YAML::Node& map, const YamlField& f, std::string_view key,
+                std::vector<std::string>& out) {
+  const YAML::Node node = map[std::string(key)];
+  if (!node) return OkStatus();
+  if (!node.IsSequence() || node.size() == 0) return f[key].Error("expected a non-empty list");
+  std::vector<std::string> values;
+  for (size_t i = 0; i < node.size(); ++i) {
+    Result<std::string> v = f[key][i].String(node[i]);
+    if (!v.ok()) return v.status();
+    if (v->empty()) return f[key][i].Error("must not be empty");
+    values.push_back(std::move(v).value());
+  }
+  out = std::move(values);
+  return OkStatus();
+}
+
+// Metric and label names of the DCGM exporter, when a cluster renames them (relabeling,
+// another exporter version). Each is a list in order of preference.
+Status ParseDcgmNames(const YAML::Node& n, const YamlField& f, DcgmNames& d) {
+  GPUVPA_RETURN_IF_ERROR(
+      f.CheckKeys(n, {"vram_mib_metrics", "sm_active_metrics", "gr_engine_active_metrics",
+                      "gpu_util_percent_metrics", "pod_labels", "namespace_labels",
+                      "container_labels", "host_labels", "uuid_labels", "exporter_containers"}));
+  GPUVPA_RETURN_IF_ERROR(ReadList(n, f, "vram_mib_metrics", d.vram_mib));
+  GPUVPA_RETURN_IF_ERROR(ReadList(n, f, "sm_active_metrics", d.sm_active));
+  GPUVPA_RETURN_IF_ERROR(ReadList(n, f, "gr_engine_active_metrics", d.gr_engine_active));
+  GPUVPA_RETURN_IF_ERROR(ReadList(n, f, "gpu_util_percent_metrics", d.gpu_util_percent));
+  GPUVPA_RETURN_IF_ERROR(ReadList(n, f, "pod_labels", d.pod_labels));
+  GPUVPA_RETURN_IF_ERROR(ReadList(n, f, "namespace_labels", d.namespace_labels));
+  GPUVPA_RETURN_IF_ERROR(ReadList(n, f, "container_labels", d.container_labels));
+  GPUVPA_RETURN_IF_ERROR(ReadList(n, f, "host_labels", d.host_labels));
+  GPUVPA_RETURN_IF_ERROR(ReadList(n, f, "uuid_labels", d.uuid_labels));
+  GPUVPA_RETURN_IF_ERROR(ReadList(n, f, "exporter_containers", d.exporter_containers));
+  if (d.pod_labels.size() != d.namespace_labels.size() ||
+      d.pod_labels.size() != d.container_labels.size())
+    return f.Error(
+        "pod_labels, namespace_labels and container_labels must have the same length "
+        "(entry i of each is one label set)");
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<DaemonConfig> ParseDaemonConfig(std::string_view yaml, std::string_view file) {
@@ -38,7 +79,7 @@ Result<DaemonConfig> ParseDaemonConfig(std::string_view yaml, std::string_view f
         n,
         {"prometheus", "history_days", "poll_interval_seconds", "checkpoint",
          "checkpoint_interval_seconds", "min_history_hours", "shared_gpu_replicas", "listen_http",
-         "listen_grpc", "tls_cert_file", "tls_key_file", "client_ca_file", "shard"}));
+         "listen_grpc", "tls_cert_file", "tls_key_file", "client_ca_file", "shard", "dcgm"}));
     if (!n["prometheus"]) return root["prometheus"].Error("is required");
     GPUVPA_RETURN_IF_ERROR(ParsePrometheus(n["prometheus"], root["prometheus"], c.prometheus));
     double days = c.history_s / 86400, hours = c.min_history_s / 3600;
@@ -56,6 +97,8 @@ Result<DaemonConfig> ParseDaemonConfig(std::string_view yaml, std::string_view f
     GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, root, "tls_cert_file", c.tls_cert_file));
     GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, root, "tls_key_file", c.tls_key_file));
     GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, root, "client_ca_file", c.client_ca_file));
+    if (const YAML::Node dcgm = n["dcgm"])
+      GPUVPA_RETURN_IF_ERROR(ParseDcgmNames(dcgm, root["dcgm"], c.prometheus.dcgm));
     if (const YAML::Node shard = n["shard"]) {
       GPUVPA_RETURN_IF_ERROR(root["shard"].CheckKeys(shard, {"index", "count"}));
       GPUVPA_RETURN_IF_ERROR(ReadYamlInt(shard, root["shard"], "count", 1, 1024, c.shard_count));

@@ -2,7 +2,8 @@
 #include "scaler/sources/prometheus_source.h"
 
 #include <cmath>
-#include <nlohmann/json.hpp>
+
+#include "core/metrics/prometheus_api.h"
 
 namespace gpuvpa::scaler {
 
@@ -32,57 +33,30 @@ Result<double> PrometheusQueueSource::ReadDepth(int, Deadline deadline) {
 
 Result<double> ParsePrometheusDepth(std::string_view body, int http_status, bool ignore_null_values,
                                     const std::string& where) {
-  // Every access checks the type first: a body from a broken or hostile server may hold anything
-  // (nlohmann's const operator[] on a missing key and value() on a wrong type are not safe).
-  static const nlohmann::json kNull;
-  auto member = [](const nlohmann::json& object, const char* key) -> const nlohmann::json& {
-    if (!object.is_object()) return kNull;
-    auto it = object.find(key);
-    return it == object.end() ? kNull : *it;
-  };
-  auto text = [](const nlohmann::json& j) {
-    return j.is_string() ? j.get<std::string>() : std::string();
-  };
-  const nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object())
-    return UnavailableError(where + ": HTTP " + std::to_string(http_status) +
-                            " with a body that is not JSON");
-  const nlohmann::json& data = member(doc, "data");
-  if (text(member(doc, "status")) != "success" || !data.is_object()) {
-    const std::string error = text(member(doc, "error"));
-    return FailedPreconditionError(
-        where + ": query failed: " +
-        (error.empty() ? "HTTP " + std::to_string(http_status) : error.substr(0, 500)));
+  Result<PrometheusQueryResult> parsed = ParsePrometheusResponse(
+      body, http_status, {PrometheusResultType::kVector, PrometheusResultType::kScalar}, where);
+  if (!parsed.ok()) {
+    // A query Prometheus refuses, or a result of the wrong shape, is the ScaledObject's error,
+    // not an outage: FAILED_PRECONDITION. Transport-level and server-side failures stay
+    // UNAVAILABLE.
+    if (parsed.status().code() == StatusCode::kInvalidArgument)
+      return FailedPreconditionError(where + ": query failed: " + parsed.status().message());
+    return Status(parsed.status().code(), where + ": " + parsed.status().message());
   }
-  const std::string type = text(member(data, "resultType"));
-  const nlohmann::json& result = member(data, "result");
-  const nlohmann::json* value = &kNull;
-  if (type == "scalar") {
-    value = &result;
-  } else if (type == "vector" && result.is_array()) {
-    if (result.empty()) {
-      if (ignore_null_values) return 0.0;
-      return FailedPreconditionError(
-          where + ": the query returned no series and ignoreNullValues is false");
-    }
-    if (result.size() > 1)
-      return FailedPreconditionError(where + ": the query returned " +
-                                     std::to_string(result.size()) +
-                                     " series; aggregate it to one (e.g. sum(...))");
-    value = &member(result[0], "value");
-  } else {
-    return FailedPreconditionError(where + ": result type \"" + type.substr(0, 80) +
-                                   "\" is neither vector nor scalar");
+  const std::vector<LabeledSeries>& series = parsed->series;
+  if (series.empty() && parsed->skipped_points == 0) {
+    if (ignore_null_values) return 0.0;
+    return FailedPreconditionError(where +
+                                   ": the query returned no series and ignoreNullValues is false");
   }
-  if (!value->is_array() || value->size() != 2 || !(*value)[1].is_string())
-    return UnavailableError(where + ": unexpected sample shape");
-  const std::string sample = (*value)[1].get<std::string>();
-  char* end = nullptr;
-  const double v = std::strtod(sample.c_str(), &end);
-  if (end == sample.c_str() || *end != '\0' || !std::isfinite(v) || v < 0)
-    return FailedPreconditionError(where + ": value \"" + sample.substr(0, 80) +
-                                   "\" is not a queue depth");
-  return v;
+  if (series.size() > 1)
+    return FailedPreconditionError(where + ": the query returned " + std::to_string(series.size()) +
+                                   " series; aggregate it to one (e.g. sum(...))");
+  if (series.empty() || series[0].points.size() != 1 || !(series[0].points[0].value >= 0))
+    return FailedPreconditionError(where +
+                                   ": the value is not a queue depth (not a finite, "
+                                   "non-negative number)");
+  return series[0].points[0].value;
 }
 
 }  // namespace gpuvpa::scaler

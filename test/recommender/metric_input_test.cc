@@ -9,6 +9,7 @@
 #include "core/gpu/gpu_catalog.h"
 #include "core/metrics/exposition_text.h"
 #include "core/metrics/prometheus_api.h"
+#include "recommender/daemon/daemon_config.h"
 #include "recommender/input/dcgm_ingest.h"
 #include "recommender/input/kube_state.h"
 
@@ -235,6 +236,56 @@ TEST(DcgmIngestTest, NoValueMarkersFutureTimesUnknownModelsAndBrokenMigLabels) {
   EXPECT_NE(all.find("Fancy GPU 9000"), std::string::npos) << all;
   EXPECT_NE(all.find("GPU_I_ID"), std::string::npos) << all;
   EXPECT_NE(all.find("gpu_util 250"), std::string::npos) << all;
+}
+
+TEST(DaemonConfigTest, ErrorsNameTheFieldAndValue) {
+  auto error = [](const std::string& yaml) {
+    Result<DaemonConfig> c = ParseDaemonConfig(yaml, "g.yaml");
+    return c.ok() ? std::string("ok") : c.status().message();
+  };
+  const std::string base =
+      "prometheus:\n  server_address: http://127.0.0.1:9090\ncheckpoint: /tmp/c\n";
+  EXPECT_EQ(error(base), "ok");
+  EXPECT_NE(error("checkpoint: /tmp/c\n").find("recommender.prometheus"), std::string::npos);
+  EXPECT_NE(error(base + "histroy_days: 7\n").find("unknown key \"histroy_days\""),
+            std::string::npos);
+  EXPECT_NE(error(base + "history_days: -1\n").find("history_days"), std::string::npos);
+  EXPECT_NE(error("prometheus:\n  server_address: ftp://x\ncheckpoint: /c\n").find("ftp://x"),
+            std::string::npos)
+      << error("prometheus:\n  server_address: ftp://x\ncheckpoint: /c\n");
+  EXPECT_NE(error("prometheus:\n  server_address: http://x\n  step_seconds: 1\n"
+                  "  chunk_seconds: 86400\ncheckpoint: /c\n")
+                .find("10,000 steps"),
+            std::string::npos);
+  EXPECT_NE(error(base + "shard: {index: 2, count: 2}\n").find("shard.index"), std::string::npos);
+  EXPECT_NE(error(base + "dcgm: {pod_labels: [pod]}\n").find("same length"), std::string::npos);
+  Result<DaemonConfig> renamed =
+      ParseDaemonConfig(base + "dcgm: {vram_mib_metrics: [my_fb_used]}\n", "g.yaml");
+  ASSERT_TRUE(renamed.ok()) << renamed.status().message();
+  EXPECT_EQ(renamed->prometheus.dcgm.vram_mib, std::vector<std::string>{"my_fb_used"});
+}
+
+TEST(DcgmIngestTest, RenamedMetricsAndLabelsAreRead) {
+  FleetStore store;
+  DcgmIngestOptions options;
+  options.now_s = 1.8e9;
+  options.names.vram_mib = {"my_fb_used"};
+  options.names.gpu_util_percent = {"my_util"};
+  options.names.pod_labels = {"k8s_pod"};
+  options.names.namespace_labels = {"k8s_ns"};
+  options.names.container_labels = {"k8s_container"};
+  DcgmIngester ingester(store, GpuCatalog::BuiltIn(), options);
+  Result<ExpositionParse> p = ParseExpositionText(
+      "my_fb_used{gpu=\"0\",UUID=\"G\",modelName=\"Tesla T4\",k8s_ns=\"a\",k8s_pod=\"p-0\","
+      "k8s_container=\"c\"} 1000 1700000000\n"
+      "my_util{gpu=\"0\",UUID=\"G\",modelName=\"Tesla T4\",k8s_ns=\"a\",k8s_pod=\"p-0\","
+      "k8s_container=\"c\"} 50 1700000000\n# EOF\n");
+  ASSERT_TRUE(p.ok());
+  const DcgmIngestReport r = ingester.Ingest(p->series);
+  EXPECT_EQ(r.accepted, 1u);
+  ASSERT_EQ(store.size(), 1u);
+  EXPECT_EQ(store.state(0).identity.owner_kind(), "StatefulSet");
+  EXPECT_DOUBLE_EQ(store.state(0).vram_history_peak_bytes, 1000.0 * 1024 * 1024);
 }
 
 }  // namespace

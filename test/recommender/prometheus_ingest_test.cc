@@ -420,6 +420,26 @@ TEST(PrometheusSourceRetryTest, ThrottlingIsRetriedABoundedNumberOfTimesThenName
   EXPECT_EQ(poll.through_s, now - 3600);  // nothing read: the next poll starts there again
 }
 
+TEST(PrometheusSourceRetryTest, ASlowServerCostsTheTimeoutPerAttemptAndIsNamed) {
+  testing::ScriptedHttpServer silent(testing::HttpBehaviour::kSilent);
+  PrometheusSourceOptions options;
+  options.http.base_url = silent.url();
+  options.request_timeout_s = 0.3;
+  options.max_retries = 1;
+  options.backoff_initial_s = 0.01;
+  Result<std::unique_ptr<PrometheusSource>> source = PrometheusSource::Create(options);
+  ASSERT_TRUE(source.ok());
+  const double now = UnixNowSeconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  const PollResult poll =
+      (*source)->Poll(now - 3600, now, [](std::span<const LabeledSeries>, double) {});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(poll.error.code(), StatusCode::kUnavailable);
+  EXPECT_NE(poll.error.message().find("kube_pod_owner"), std::string::npos) << poll.error.message();
+  EXPECT_EQ(poll.retries, 1u);
+  EXPECT_LT(took, 5.0);  // two attempts of 0.3 s each, not a hang (a generous bound)
+}
+
 // The real binary: /metrics (promtool-clean), gRPC List/Get/Watch, SIGTERM, restart.
 TEST_F(PrometheusIngestTest, DaemonServesMetricsAndTheApiAndSurvivesARestart) {
   testing::ScopedTempDir tmp;
