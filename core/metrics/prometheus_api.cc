@@ -115,16 +115,18 @@ const char* PrometheusResultTypeName(PrometheusResultType type) {
 
 namespace {
 
-// The envelope: a parsed object whose status is "success", or the error it reports.
-Result<object> SuccessEnvelope(element doc, std::string_view body, int http_status,
-                               std::string_view query, std::vector<std::string>* warnings) {
+// Parses `body` (on this thread's parser: the object lives until its next parse) and returns
+// the envelope's object when its status is "success", or the error it reports.
+Result<object> SuccessEnvelope(std::string_view body, int http_status, std::string_view query,
+                               std::vector<std::string>* warnings) {
+  thread_local simdjson::dom::parser parser;
+  element doc;
   object root;
-  if (doc.get_object().get(root) != simdjson::SUCCESS)
+  if (parser.parse(body.data(), body.size()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(root) != simdjson::SUCCESS)
     return UnavailableError("Prometheus " + Quoted(query) + ": HTTP " +
                             std::to_string(http_status) +
-                            " with a body that is not the API's "
-                            "JSON: " +
-                            BodyStart(body));
+                            " with a body that is not the API's JSON: " + BodyStart(body));
   if (array list;
       warnings != nullptr && root["warnings"].get_array().get(list) == simdjson::SUCCESS) {
     for (element w : list) {
@@ -154,13 +156,7 @@ Result<object> SuccessEnvelope(element doc, std::string_view body, int http_stat
 
 Result<std::vector<std::string>> ParsePrometheusLabelValues(std::string_view body, int http_status,
                                                             std::string_view query) {
-  thread_local simdjson::dom::parser parser;
-  element doc;
-  if (parser.parse(body.data(), body.size()).get(doc) != simdjson::SUCCESS)
-    return UnavailableError("Prometheus " + Quoted(query) + ": HTTP " +
-                            std::to_string(http_status) +
-                            " with a body that is not JSON: " + BodyStart(body));
-  Result<object> root = SuccessEnvelope(doc, body, http_status, query, nullptr);
+  Result<object> root = SuccessEnvelope(body, http_status, query, nullptr);
   if (!root.ok()) return root.status();
   array data;
   if ((*root)["data"].get_array().get(data) != simdjson::SUCCESS)
@@ -184,16 +180,8 @@ Result<PrometheusQueryResult> ParsePrometheusResponse(std::string_view body, int
 Result<PrometheusQueryResult> ParsePrometheusResponse(
     std::string_view body, int http_status, std::initializer_list<PrometheusResultType> accepted,
     std::string_view query) {
-  thread_local simdjson::dom::parser parser;
-  element doc;
-  if (parser.parse(body.data(), body.size()).get(doc) != simdjson::SUCCESS)
-    return UnavailableError("Prometheus " + Quoted(query) + ": HTTP " +
-                            std::to_string(http_status) +
-                            " with a body that is not the API's "
-                            "JSON: " +
-                            BodyStart(body));
   PrometheusQueryResult out;
-  Result<object> envelope = SuccessEnvelope(doc, body, http_status, query, &out.warnings);
+  Result<object> envelope = SuccessEnvelope(body, http_status, query, &out.warnings);
   if (!envelope.ok()) return envelope.status();
   object root = *envelope;
   object data;

@@ -142,6 +142,8 @@ Status RecommenderDaemon::PollOnce(double now_s) {
   samples_ingested_->Increment(static_cast<double>(accepted));
   for (const std::string& w : poll.warnings) spdlog::warn("Prometheus warning: {}", w);
   store_.ForgetStale(std::max(store_.newest_sample_s(), 0.0));
+  // What kube-state-metrics said about objects gone for longer than the history is dropped.
+  ingester_->mutable_kube_state().ForgetBefore(until - config_.history_s);
 
   const std::vector<Recommendation> recs = recommender_.RecommendAll(store_);
   // Ledger first, checkpoint second (see ChargeToLedger).

@@ -109,6 +109,7 @@ class DcgmIngester {
   DcgmIngestReport Ingest(std::span<const LabeledSeries> series);
 
   const KubeState& kube_state() const { return kube_state_; }
+  KubeState& mutable_kube_state() { return kube_state_; }
   // The clock that future-dated samples are judged against (a daemon moves it every poll).
   void set_now(double now_s) { options_.now_s = now_s; }
 

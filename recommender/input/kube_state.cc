@@ -59,9 +59,10 @@ PodOwner OwnerFromPodName(std::string_view pod) {
 
 bool KubeState::Add(const LabeledSeries& s) {
   const std::string_view ns = s.Label("namespace");
+  const double seen = s.points.empty() ? 0 : s.points.back().time_s;
   auto owner_of = [&]() {
     return PodOwner{std::string(s.Label("owner_kind")), std::string(s.Label("owner_name")),
-                    OwnerSource::kKubeStateMetrics};
+                    OwnerSource::kKubeStateMetrics, seen};
   };
   if (s.metric == names_.pod_owner) {
     pod_owner_[{std::string(ns), std::string(s.Label("pod"))}] = owner_of();
@@ -77,14 +78,17 @@ bool KubeState::Add(const LabeledSeries& s) {
   }
   if (s.metric == names_.requests) {
     if (s.points.empty()) return true;
-    requests_[{std::string(ns), std::string(s.Label("pod")), std::string(s.Label("container"))}]
-             [std::string(s.Label("resource"))] = s.points.back().value;
+    auto& r = requests_[{std::string(ns), std::string(s.Label("pod")),
+                         std::string(s.Label("container"))}];
+    r.values[std::string(s.Label("resource"))] = s.points.back().value;
+    r.seen_s = std::max(r.seen_s, seen);
     return true;
   }
   if (s.metric == names_.namespace_labels) {
     auto& labels = namespace_labels_[std::string(ns)];
+    labels.seen_s = std::max(labels.seen_s, seen);
     for (const auto& [k, v] : s.labels)
-      if (k.rfind("label_", 0) == 0) labels[k] = v;
+      if (k.rfind("label_", 0) == 0) labels.values[k] = v;
     return true;
   }
   const std::string& suffix = names_.annotations_suffix;
@@ -97,8 +101,9 @@ bool KubeState::Add(const LabeledSeries& s) {
     const std::string prefix = s.metric.substr(5, s.metric.size() - 5 - suffix.size());
     std::string name(s.Label(kind == "Job" ? "job_name" : prefix));
     auto& annotations = annotations_[{std::string(ns), kind, name}];
+    annotations.seen_s = std::max(annotations.seen_s, seen);
     for (const auto& [k, v] : s.labels)
-      if (k.rfind("annotation_", 0) == 0) annotations[k] = v;
+      if (k.rfind("annotation_", 0) == 0) annotations.values[k] = v;
     return true;
   }
   return false;
@@ -135,7 +140,7 @@ std::optional<GpuAllocation> KubeState::Request(std::string_view ns, std::string
                                                 const GpuModel* model) const {
   auto it = requests_.find({std::string(ns), std::string(pod), std::string(container)});
   if (it == requests_.end()) return std::nullopt;
-  for (const auto& [resource, value] : it->second) {
+  for (const auto& [resource, value] : it->second.values) {
     if (!(value >= 1) || !(value <= 1024) || value != std::floor(value)) continue;
     const int count = static_cast<int>(value);
     GpuAllocation a;
@@ -168,16 +173,32 @@ std::string KubeState::CostCenter(const CostCenterRules& rules, std::string_view
                                   const PodOwner& owner) const {
   StringMap ns_labels;
   if (auto it = namespace_labels_.find(ns); it != namespace_labels_.end()) {
-    auto label = it->second.find("label_" + SanitizeKsmName(rules.namespace_label_key));
-    if (label != it->second.end()) ns_labels[rules.namespace_label_key] = label->second;
+    auto label = it->second.values.find("label_" + SanitizeKsmName(rules.namespace_label_key));
+    if (label != it->second.values.end()) ns_labels[rules.namespace_label_key] = label->second;
   }
   StringMap annotations;
   if (auto it = annotations_.find({std::string(ns), owner.kind, owner.name});
       it != annotations_.end()) {
-    auto a = it->second.find("annotation_" + SanitizeKsmName(rules.workload_annotation_key));
-    if (a != it->second.end()) annotations[rules.workload_annotation_key] = a->second;
+    auto a = it->second.values.find("annotation_" + SanitizeKsmName(rules.workload_annotation_key));
+    if (a != it->second.values.end()) annotations[rules.workload_annotation_key] = a->second;
   }
   return ResolveCostCenter(rules, ns, ns_labels, annotations);
+}
+
+size_t KubeState::ForgetBefore(double time_s) {
+  size_t n = 0;
+  auto drop = [&](auto& map, auto seen) {
+    n += std::erase_if(map, [&](const auto& kv) { return seen(kv.second) < time_s; });
+  };
+  const auto owner_seen = [](const PodOwner& o) { return o.seen_s; };
+  const auto stamped = [](const auto& v) { return v.seen_s; };
+  drop(pod_owner_, owner_seen);
+  drop(replicaset_owner_, owner_seen);
+  drop(job_owner_, owner_seen);
+  drop(requests_, stamped);
+  drop(namespace_labels_, stamped);
+  drop(annotations_, stamped);
+  return n;
 }
 
 }  // namespace gpuvpa::recommender

@@ -32,6 +32,7 @@ struct PodOwner {
   std::string kind;  // Deployment, StatefulSet, DaemonSet, Job, CronJob, ReplicaSet, Pod, ...
   std::string name;
   OwnerSource source = OwnerSource::kBarePod;
+  double seen_s = 0;  // the newest KSM sample that said so
 };
 
 // Kubernetes label or annotation key as KSM spells it in a label name: every character outside
@@ -58,18 +59,27 @@ class KubeState {
   std::string CostCenter(const CostCenterRules& rules, std::string_view namespace_name,
                          const PodOwner& owner) const;
 
+  // Forgets what KSM last said before `time_s` (pods, ReplicaSets, Jobs and namespaces that
+  // are gone), so a long-running daemon's knowledge stays bounded by the live cluster.
+  size_t ForgetBefore(double time_s);
+
   size_t pods_known() const { return pod_owner_.size(); }
 
  private:
   using Key2 = std::pair<std::string, std::string>;
   using Key3 = std::tuple<std::string, std::string, std::string>;
   KubeStateNames names_;
-  std::map<Key2, PodOwner> pod_owner_;                      // (ns, pod)
-  std::map<Key2, PodOwner> replicaset_owner_;               // (ns, replicaset)
-  std::map<Key2, PodOwner> job_owner_;                      // (ns, job)
-  std::map<Key3, std::map<std::string, double>> requests_;  // (ns, pod, container) → resource
-  std::map<std::string, std::map<std::string, std::string>, std::less<>> namespace_labels_;
-  std::map<Key3, std::map<std::string, std::string>> annotations_;  // (ns, kind, name)
+  std::map<Key2, PodOwner> pod_owner_;         // (ns, pod)
+  std::map<Key2, PodOwner> replicaset_owner_;  // (ns, replicaset)
+  std::map<Key2, PodOwner> job_owner_;         // (ns, job)
+  template <typename T>
+  struct Seen {
+    T values;
+    double seen_s = 0;
+  };
+  std::map<Key3, Seen<std::map<std::string, double>>> requests_;  // (ns, pod, container)
+  std::map<std::string, Seen<std::map<std::string, std::string>>, std::less<>> namespace_labels_;
+  std::map<Key3, Seen<std::map<std::string, std::string>>> annotations_;  // (ns, kind, name)
 };
 
 }  // namespace gpuvpa::recommender

@@ -150,6 +150,10 @@ std::string PrometheusSource::UsageQuery(const std::vector<std::string>& hosts, 
 PollResult PrometheusSource::Poll(double from_s, double until_s, const Sink& sink) {
   PollResult poll;
   poll.through_s = from_s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queried_.clear();  // the ranges of this poll only: bounded in a long-running daemon
+  }
   const double step = options_.step_s;
   // Aligned to the step, so that a restart asks for exactly the next points.
   double start = (std::floor(from_s / step) + 1) * step;

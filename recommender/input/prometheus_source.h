@@ -72,6 +72,7 @@ class PrometheusSource {
   PollResult Poll(double from_s, double until_s, const Sink& sink);
 
   const PrometheusSourceOptions& options() const { return options_; }
+  // The query_range ranges of the latest poll.
   std::vector<QueriedRange> queried_ranges() const;
 
  private:

@@ -198,6 +198,20 @@ TEST(KubeStateTest, MigAndSharedRequestsAndAnnotations) {
   EXPECT_EQ(k.CostCenter({}, "n", {"Deployment", "d", OwnerSource::kKubeStateMetrics}), "team-a");
 }
 
+TEST(KubeStateTest, ForgetsObjectsKubeStateMetricsNoLongerReports) {
+  KubeState k;
+  Result<ExpositionParse> p = ParseExpositionText(
+      "kube_pod_owner{namespace=\"n\",pod=\"old-pod\",owner_kind=\"Job\",owner_name=\"j\"} 1 1000\n"
+      "kube_pod_owner{namespace=\"n\",pod=\"new-pod\",owner_kind=\"Job\",owner_name=\"k\"} 1 5000\n"
+      "kube_namespace_labels{namespace=\"n\",label_cost_center=\"a\"} 1 1000\n# EOF\n");
+  ASSERT_TRUE(p.ok());
+  for (const LabeledSeries& s : p->series) k.Add(s);
+  EXPECT_EQ(k.ForgetBefore(2000), 2u);
+  EXPECT_EQ(k.pods_known(), 1u);
+  EXPECT_EQ(k.ResolveOwner("n", "old-pod").source, OwnerSource::kBarePod);
+  EXPECT_EQ(k.ResolveOwner("n", "new-pod").name, "k");
+}
+
 TEST(KubeStateTest, PodNameRule) {
   EXPECT_EQ(OwnerFromPodName("web-7d9f8b6c5d-x2x4z").kind, "Deployment");
   EXPECT_EQ(OwnerFromPodName("web-7d9f8b6c5d-x2x4z").name, "web");
