@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "core/base/time_format.h"
 #include "core/cost/config.h"
@@ -297,9 +298,15 @@ TEST_F(PrometheusIngestTest, RestartReadsNoHistoryTwiceAndChargesNothingTwice) {
     through = ranges.back().end_s;
     for (const auto& [key, rec] : d->snapshot()->by_key) first_costs[key] = rec.allocated_usd();
   }
-  std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(tmp.Path("ledger.db"))).value();
-  const auto rows_before = ledger->ChargeMarks();
-  ASSERT_TRUE(rows_before.ok());
+  auto totals = [](const std::string& ledger_path) {
+    std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(ledger_path)).value();
+    Result<Showback> showback = ledger->QueryShowback({});
+    EXPECT_TRUE(showback.ok());
+    return std::tuple{*ledger->CountRows(), showback->total.allocated,
+                      showback->total.allocated_gpu_time};
+  };
+  const auto [rows0, usd0, gpu0] = totals(tmp.Path("ledger.db"));
+  EXPECT_GT(usd0, 0);
   // Restart, same time: nothing to read, nothing charged, same recommendations.
   std::unique_ptr<RecommenderDaemon> again = NewDaemon(tmp, server_->url());
   ASSERT_NE(again, nullptr);
@@ -308,12 +315,21 @@ TEST_F(PrometheusIngestTest, RestartReadsNoHistoryTwiceAndChargesNothingTwice) {
   EXPECT_TRUE(again->source().queried_ranges().empty());
   for (const auto& [key, rec] : again->snapshot()->by_key)
     EXPECT_DOUBLE_EQ(rec.allocated_usd(), first_costs[key]) << key;
+  EXPECT_EQ(totals(tmp.Path("ledger.db")), std::tuple(rows0, usd0, gpu0));
   // Later: only what is new since the high-water mark is asked for.
   ASSERT_TRUE(again->PollOnce(now + 300).ok());
   for (const QueriedRange& r : again->source().queried_ranges()) EXPECT_GT(r.start_s, through);
-  const auto marks_after = std::move(Ledger::Open(tmp.Path("ledger.db"))).value()->ChargeMarks();
-  ASSERT_TRUE(marks_after.ok());
-  EXPECT_EQ(marks_after->size(), rows_before->size());
+  // The interrupted run charged what one uninterrupted poll charges: the same GPU time, and the
+  // same money up to the rounding of each charged row to a micro-dollar.
+  testing::ScopedTempDir once;
+  std::unique_ptr<RecommenderDaemon> single = NewDaemon(once, server_->url());
+  ASSERT_NE(single, nullptr);
+  ASSERT_TRUE(single->PollOnce(now + 300).ok());
+  const auto [rows2, usd2, gpu2] = totals(tmp.Path("ledger.db"));
+  const auto [rows1, usd1, gpu1] = totals(once.Path("ledger.db"));
+  EXPECT_EQ(gpu2, gpu1);
+  EXPECT_LE(std::llabs(usd2 - usd1), rows2);
+  EXPECT_GT(rows2, rows1);  // two charge periods per workload instead of one
 }
 
 TEST_F(PrometheusIngestTest, ADownOrFailingPrometheusKeepsTheLastRecommendationsAndRecovers) {
