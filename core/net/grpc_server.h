@@ -1,6 +1,6 @@
-// Builds and starts a gpuvpa gRPC server (the scaler, the recommender): plaintext, TLS (certificate and key files) or
-// mTLS (plus a client CA: clients without a certificate it signed are refused), with the
-// standard gRPC health service (grpc.health.v1.Health) for probes.
+// Builds and starts a gpuvpa gRPC server (the scaler, the recommender): plaintext, TLS
+// (certificate and key files) or mTLS (plus a client CA: clients without a certificate it signed
+// are refused), with the standard gRPC health service (grpc.health.v1.Health) for probes.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
