@@ -29,6 +29,13 @@ double PeakRssMib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -125,6 +132,7 @@ int main(int argc, char** argv) {
   size_t accepted = 0;
   double max_batch_points = 0;
   t0 = std::chrono::steady_clock::now();
+  const double cpu0 = CpuSeconds();
   const gpuvpa::recommender::PollResult poll = (*source)->Poll(
       start - 60, end + 60, [&](std::span<const gpuvpa::LabeledSeries> batch, double) {
         double points = 0;
@@ -133,16 +141,17 @@ int main(int argc, char** argv) {
         accepted += ingester.Ingest(batch).accepted;
       });
   const double poll_s = Seconds(t0);
+  const double poll_cpu_s = CpuSeconds() - cpu0;
   if (!poll.error.ok()) {
     std::cerr << "poll: " << poll.error.message() << "\n";
     return 1;
   }
   std::printf(
       "series %d (GPUs %d) x %.2f days at 60 s = %zu points; generate %.1f s, promtool %.1f s\n"
-      "poll: %.2f s wall, %zu queries, %zu chunks, %.2f M points/s; %zu samples ingested, %zu "
+      "poll: %.2f s wall (%.2f s CPU in this process; the rest is Prometheus), %zu queries, %zu chunks, %.2f M points/s; %zu samples ingested, %zu "
       "workloads\n"
       "largest batch %.0f points; peak RSS %.1f MiB (%.1f MiB before the poll)\n",
-      series, gpus, days, poll.points, generate_s, backfill_s, poll_s, poll.queries, poll.chunks,
+      series, gpus, days, poll.points, generate_s, backfill_s, poll_s, poll_cpu_s, poll.queries, poll.chunks,
       static_cast<double>(poll.points) / poll_s / 1e6, accepted, store.size(), max_batch_points,
       PeakRssMib(), rss_before);
   return 0;
