@@ -109,6 +109,7 @@ Result<std::unique_ptr<RecommenderDaemon>> RecommenderDaemon::Create(DaemonConfi
   Result<std::unique_ptr<PrometheusSource>> source = PrometheusSource::Create(c.prometheus);
   if (!source.ok()) return source.status();
   d->source_ = std::move(source).value();
+  d->source_->set_stop_flag(&d->stop_);
   DcgmIngestOptions ingest;
   ingest.names = c.prometheus.dcgm;
   ingest.kube_state = c.prometheus.kube_state;
@@ -160,6 +161,11 @@ Status RecommenderDaemon::PollOnce(double now_s) {
       refused, store_.size());
   if (now_s - last_checkpoint_s_ >= config_.checkpoint_interval_s) {
     if (Status s = SaveCheckpointNow(now_s); !s.ok()) spdlog::error("checkpoint: {}", s.message());
+  }
+  if (!poll.error.ok() && stop_) {
+    spdlog::info("poll stopped for shutdown; read through {}",
+                 FormatTimestamp(store_.source_through_s()));
+    return OkStatus();
   }
   if (!poll.error.ok()) {
     query_errors_->Increment();

@@ -32,6 +32,8 @@ std::string RegexLiteral(std::string_view value) {
 
 std::string Seconds(double s) { return FormatNumber(s); }
 
+constexpr const char* kStoppedMessage = "poll stopped: the process is shutting down";
+
 bool Retryable(int status) {
   return status == 429 || status == 502 || status == 503 || status == 504;
 }
@@ -73,13 +75,19 @@ Result<HttpResponse> PrometheusSource::Get(const std::string& target, const std:
                                            PollResult& poll) {
   double backoff = options_.backoff_initial_s;
   Status last;
+  auto stopped = [&] { return stop_ != nullptr && stop_->load(); };
   for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
     if (attempt > 0) {
       ++poll.retries;
       std::uniform_real_distribution<double> jitter(0.5, 1.0);
-      std::this_thread::sleep_for(std::chrono::duration<double>(backoff * jitter(jitter_)));
+      const auto wake = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(backoff * jitter(jitter_)));
+      while (!stopped() && std::chrono::steady_clock::now() < wake)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
       backoff = std::min(backoff * 2, options_.backoff_max_s);
     }
+    if (stopped()) return UnavailableError(kStoppedMessage);
     const auto deadline =
         std::chrono::steady_clock::now() +
         std::chrono::milliseconds(static_cast<int64_t>(options_.request_timeout_s * 1000));

@@ -9,6 +9,7 @@
 // jittered exponential backoff (Retry-After honoured, capped); every error names the query.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,10 @@ class PrometheusSource {
   // Reads (from_s, until_s]: chunk by chunk, in time order. Stops at the first error.
   PollResult Poll(double from_s, double until_s, const Sink& sink);
 
+  // When *stop becomes true, the poll ends before its next request (and during a backoff) with
+  // what it has read so far: a daemon told to stop does not finish a long backfill first.
+  void set_stop_flag(const std::atomic<bool>* stop) { stop_ = stop; }
+
   const PrometheusSourceOptions& options() const { return options_; }
   // The query_range ranges of the latest poll.
   std::vector<QueriedRange> queried_ranges() const;
@@ -85,6 +90,7 @@ class PrometheusSource {
   PrometheusSourceOptions options_;
   std::shared_ptr<HttpClient> client_;
   std::mt19937_64 jitter_;
+  const std::atomic<bool>* stop_ = nullptr;
   mutable std::mutex mu_;
   std::vector<QueriedRange> queried_;
 };

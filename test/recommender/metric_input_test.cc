@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/cost/config.h"
 #include "core/gpu/gpu_catalog.h"
 #include "core/metrics/exposition_text.h"
 #include "core/metrics/prometheus_api.h"
@@ -277,6 +278,20 @@ TEST(DaemonConfigTest, ErrorsNameTheFieldAndValue) {
       ParseDaemonConfig(base + "dcgm: {vram_mib_metrics: [my_fb_used]}\n", "g.yaml");
   ASSERT_TRUE(renamed.ok()) << renamed.status().message();
   EXPECT_EQ(renamed->prometheus.dcgm.vram_mib, std::vector<std::string>{"my_fb_used"});
+}
+
+TEST(DaemonConfigTest, TheShippedExampleParses) {
+  std::ifstream in(std::string(GPUVPA_SOURCE_DIR) + "/deploy/config/recommender-example.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<GpuvpaConfig> gpuvpa = ParseConfig(text.str());
+  ASSERT_TRUE(gpuvpa.ok()) << gpuvpa.status().message();
+  Result<DaemonConfig> c = ParseDaemonConfig(gpuvpa->recommender_yaml, "example");
+  // Every key is known; only the in-cluster files (token, CA) are missing on this machine.
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("/var/run/secrets/kubernetes.io/serviceaccount/"),
+            std::string::npos)
+      << c.status().message();
 }
 
 TEST(DcgmIngestTest, RenamedMetricsAndLabelsAreRead) {

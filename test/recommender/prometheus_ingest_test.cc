@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -434,6 +435,33 @@ TEST(PrometheusSourceRetryTest, ThrottlingIsRetriedABoundedNumberOfTimesThenName
   EXPECT_EQ(throttled.requests().size(), 3u);
   EXPECT_EQ(poll.retries, 2u);
   EXPECT_EQ(poll.through_s, now - 3600);  // nothing read: the next poll starts there again
+}
+
+TEST(PrometheusSourceRetryTest, AStopEndsThePollBeforeItsNextRequest) {
+  testing::ScriptedHttpServer throttled(
+      testing::HttpBehaviour::kTooManyRequests,
+      R"({"status":"error","errorType":"unavailable","error":"too many queries"})");
+  PrometheusSourceOptions options;
+  options.http.base_url = throttled.url();
+  options.max_retries = 10;
+  options.backoff_initial_s = 5;  // a stop must not wait for it
+  options.backoff_max_s = 5;
+  Result<std::unique_ptr<PrometheusSource>> source = PrometheusSource::Create(options);
+  ASSERT_TRUE(source.ok());
+  std::atomic<bool> stop{false};
+  (*source)->set_stop_flag(&stop);
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    stop = true;
+  });
+  const double now = UnixNowSeconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  const PollResult poll =
+      (*source)->Poll(now - 3600, now, [](std::span<const LabeledSeries>, double) {});
+  stopper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  EXPECT_NE(poll.error.message().find("shutting down"), std::string::npos) << poll.error.message();
+  EXPECT_EQ(throttled.requests().size(), 1u);
 }
 
 TEST(PrometheusSourceRetryTest, ASlowServerCostsTheTimeoutPerAttemptAndIsNamed) {
