@@ -45,7 +45,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 int main(int argc, char** argv) {
   int series = 1000;
   double days = 1, chunk_hours = 6;
-  size_t hosts_per_query = 64;
+  size_t hosts_per_query = 16;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--series")
@@ -148,11 +148,12 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "series %d (GPUs %d) x %.2f days at 60 s = %zu points; generate %.1f s, promtool %.1f s\n"
-      "poll: %.2f s wall (%.2f s CPU in this process; the rest is Prometheus), %zu queries, %zu chunks, %.2f M points/s; %zu samples ingested, %zu "
+      "poll: %.2f s wall (%.2f s CPU in this process; the rest is Prometheus), %zu queries, %zu "
+      "chunks, %.2f M points/s; %zu samples ingested, %zu "
       "workloads\n"
       "largest batch %.0f points; peak RSS %.1f MiB (%.1f MiB before the poll)\n",
-      series, gpus, days, poll.points, generate_s, backfill_s, poll_s, poll_cpu_s, poll.queries, poll.chunks,
-      static_cast<double>(poll.points) / poll_s / 1e6, accepted, store.size(), max_batch_points,
-      PeakRssMib(), rss_before);
+      series, gpus, days, poll.points, generate_s, backfill_s, poll_s, poll_cpu_s, poll.queries,
+      poll.chunks, static_cast<double>(poll.points) / poll_s / 1e6, accepted, store.size(),
+      max_batch_points, PeakRssMib(), rss_before);
   return 0;
 }
