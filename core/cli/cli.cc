@@ -1,6 +1,8 @@
 // CLI conventions on CLI11.
 #include "core/cli/cli.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -144,6 +146,22 @@ int RunDispatcher(std::string_view program, std::string_view description,
     err << "; did you mean \"" << closest->name << "\"?";
   err << "\n" << usage;
   return kExitUsage;
+}
+
+sigset_t BlockStopSignals() {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  return stop;
+}
+
+int WaitForStopSignal(const sigset_t& signals) {
+  int signal = 0;
+  while (sigwait(&signals, &signal) != 0) {
+  }
+  return signal;
 }
 
 }  // namespace gpuvpa

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -52,6 +53,14 @@ struct Subcommand {
 int RunDispatcher(std::string_view program, std::string_view description,
                   std::span<const Subcommand> commands, const std::vector<std::string>& argv_tail,
                   std::ostream& out, std::ostream& err);
+
+// Blocks SIGTERM and SIGINT in the calling thread, and so in every thread started after it. A
+// daemon calls it first, before anything starts a thread: a stop signal that arrives during
+// start-up then waits for WaitForStopSignal instead of killing the process half-started, and no
+// helper thread can take the signal's default action.
+sigset_t BlockStopSignals();
+// Waits for one of the blocked stop signals; returns its number.
+int WaitForStopSignal(const sigset_t& signals);
 
 // Levenshtein distance, for "did you mean" suggestions.
 size_t EditDistance(std::string_view a, std::string_view b);

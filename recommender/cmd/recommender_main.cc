@@ -40,6 +40,10 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app->add_flag("--once", once, "poll once, save the checkpoint, print the summary and exit");
   app->add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  // Before anything starts a thread (the config check's HTTP client among them): see cli.h.
+  // (--once runs in the foreground and keeps the default: a signal ends it at once.)
+  sigset_t stop{};
+  if (!once) stop = BlockStopSignals();
   if (Status s = ConfigureLogging(log_level); !s.ok()) {
     err << "gpuvpa-recommender: --log-level: " << s.message() << "\n";
     return kExitUsage;
@@ -54,13 +58,6 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (!config.ok()) return fail(config.status());
   if (!listen_http.empty()) config->listen_http = listen_http;
   if (!listen_grpc.empty()) config->listen_grpc = listen_grpc;
-
-  // Block the stop signals before any thread starts; the main thread waits for one.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
   Result<std::unique_ptr<RecommenderDaemon>> daemon =
       RecommenderDaemon::Create(*config, *std::move(gpuvpa));
@@ -93,8 +90,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   out << "gpuvpa-recommender: grpc port " << grpc_server->port << ", http port " << (*http)->port()
       << std::endl;
   std::thread loop([&d] { d.Run(); });
-  int signal = 0;
-  sigwait(&stop, &signal);
+  const int signal = WaitForStopSignal(stop);
   spdlog::info("signal {}: finishing the current poll, saving the checkpoint", signal);
   if (grpc::HealthCheckServiceInterface* health = grpc_server->server->GetHealthCheckService())
     health->Shutdown();

@@ -67,6 +67,8 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
       ->check(NumberInRange(1, 86400));
   app->add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  // Before anything starts a thread (clients, bulkheads, the metrics server): see cli.h.
+  const sigset_t stop = BlockStopSignals();
   if (Status s = ConfigureLogging(log_level); !s.ok()) {
     err << "gpuvpa-scaler serve: " << s.message() << "\n";
     return kExitUsage;
@@ -132,12 +134,6 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   ExternalScalerService scaler(core, hub, &meter, &metrics);
   QueueDepthPushService push_service(push);
 
-  // Block the stop signals before any thread starts, then wait for one.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   Result<RunningServer> running = StartServer(server, {&scaler, &push_service});
   if (!running.ok()) return fail(running.status());
   Result<RunningServer> health_server = RunningServer{};
@@ -155,8 +151,7 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
                                                : "mTLS",
                metrics_listen.empty() ? std::string() : ", /metrics on " + metrics_listen);
   out << "gpuvpa-scaler: listening on port " << running->port << std::endl;
-  int signal = 0;
-  sigwait(&stop, &signal);
+  const int signal = WaitForStopSignal(stop);
   spdlog::info("signal {}: ending open streams with OK and shutting down", signal);
   for (RunningServer* r : {&*running, &*health_server})
     if (r->server)
