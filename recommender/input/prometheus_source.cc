@@ -111,6 +111,19 @@ Result<HttpResponse> PrometheusSource::Get(const std::string& target, const std:
   return last;
 }
 
+Result<PrometheusQueryResult> PrometheusSource::Query(const std::string& target,
+                                                      const std::string& query,
+                                                      PrometheusResultType type, PollResult& poll) {
+  Result<HttpResponse> response = Get(target, query, poll);
+  ++poll.queries;
+  if (!response.ok()) return response.status();
+  Result<PrometheusQueryResult> parsed =
+      ParsePrometheusResponse(response->body, response->status, type, query);
+  if (parsed.ok())
+    for (const std::string& w : parsed->warnings) poll.warnings.push_back(query + ": " + w);
+  return parsed;
+}
+
 Result<std::vector<std::string>> PrometheusSource::Hosts(double from_s, double until_s,
                                                          PollResult& poll) {
   std::vector<std::string> hosts;
@@ -183,18 +196,13 @@ PollResult PrometheusSource::Poll(double from_s, double until_s, const Sink& sin
   }
   std::vector<LabeledSeries> kube_state;
   for (const auto& [metric, query] : ksm) {
-    Result<HttpResponse> response =
-        Get("/api/v1/query?query=" + UrlEncode(query) + "&time=" + Seconds(last), query, poll);
-    ++poll.queries;
     Result<PrometheusQueryResult> parsed =
-        response.ok() ? ParsePrometheusResponse(response->body, response->status,
-                                                PrometheusResultType::kVector, query)
-                      : Result<PrometheusQueryResult>(response.status());
+        Query("/api/v1/query?query=" + UrlEncode(query) + "&time=" + Seconds(last), query,
+              PrometheusResultType::kVector, poll);
     if (!parsed.ok()) {
       poll.error = parsed.status();
       return poll;
     }
-    for (const std::string& w : parsed->warnings) poll.warnings.push_back(query + ": " + w);
     for (LabeledSeries& s : parsed->series) {
       s.metric = metric;  // functions drop the name
       kube_state.push_back(std::move(s));
@@ -218,20 +226,14 @@ PollResult PrometheusSource::Poll(double from_s, double until_s, const Sink& sin
         std::lock_guard<std::mutex> lock(mu_);
         queried_.push_back({query, start, end});
       }
-      Result<HttpResponse> response =
-          Get("/api/v1/query_range?query=" + UrlEncode(query) + "&start=" + Seconds(start) +
-                  "&end=" + Seconds(end) + "&step=" + Seconds(step),
-              query, poll);
-      ++poll.queries;
       Result<PrometheusQueryResult> parsed =
-          response.ok() ? ParsePrometheusResponse(response->body, response->status,
-                                                  PrometheusResultType::kMatrix, query)
-                        : Result<PrometheusQueryResult>(response.status());
+          Query("/api/v1/query_range?query=" + UrlEncode(query) + "&start=" + Seconds(start) +
+                    "&end=" + Seconds(end) + "&step=" + Seconds(step),
+                query, PrometheusResultType::kMatrix, poll);
       if (!parsed.ok()) {
         poll.error = parsed.status();
         return poll;
       }
-      for (const std::string& w : parsed->warnings) poll.warnings.push_back(query + ": " + w);
       poll.series += parsed->series.size();
       for (const LabeledSeries& s : parsed->series) poll.points += s.points.size();
       sink(parsed->series, end);

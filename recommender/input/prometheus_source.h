@@ -20,6 +20,7 @@
 
 #include "core/base/status.h"
 #include "core/metrics/labeled_series.h"
+#include "core/metrics/prometheus_api.h"
 #include "core/net/http_client.h"
 #include "recommender/input/dcgm_ingest.h"
 
@@ -86,6 +87,9 @@ class PrometheusSource {
   explicit PrometheusSource(PrometheusSourceOptions options, std::shared_ptr<HttpClient> client);
   // GET with retries; the body of a 2xx/4xx/5xx answer that carries the API's JSON.
   Result<HttpResponse> Get(const std::string& target, const std::string& query, PollResult& poll);
+  // Get + parse as `type`; the server's warnings go to the poll's, with the query.
+  Result<PrometheusQueryResult> Query(const std::string& target, const std::string& query,
+                                      PrometheusResultType type, PollResult& poll);
   Result<std::vector<std::string>> Hosts(double from_s, double until_s, PollResult& poll);
   std::string UsageQuery(const std::vector<std::string>& hosts, size_t begin, size_t end) const;
 
