@@ -137,7 +137,7 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
     e.model = s.Label(names.model_label);
     e.mig_profile = s.Label(names.mig_profile_label);
     int gpu = 0, gi = -1;
-    (void)ParseIndex(s.Label(names.gpu_index_label), gpu);
+    if (!ParseIndex(s.Label(names.gpu_index_label), gpu)) gpu = 0;  // absent or not an index
     if (!e.mig_profile.empty() && !ParseIndex(s.Label(names.mig_instance_label), gi)) {
       issue("series " + s.metric + " of pod " + std::string(ns) + "/" + std::string(pod) + ": " +
             names.mig_profile_label + " \"" + e.mig_profile + "\" without a valid " +
