@@ -142,7 +142,7 @@ Status RecommenderDaemon::PollOnce(double now_s) {
   source_through_s_ = store_.source_through_s();
   samples_ingested_->Increment(static_cast<double>(accepted));
   for (const std::string& w : poll.warnings) spdlog::warn("Prometheus warning: {}", w);
-  store_.ForgetStale(std::max(store_.newest_sample_s(), 0.0));
+  store_.ForgetStale(store_.newest_sample_s());
   // What kube-state-metrics said about objects gone for longer than the history is dropped.
   ingester_->mutable_kube_state().ForgetBefore(until - config_.history_s);
 

@@ -167,11 +167,8 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
     if (e.vram == nullptr) continue;
     ++devices_of_container[e.ns + '/' + e.pod + '/' + e.container];
     auto& counts = pods_at[e.device_key];
-    for (const MetricPoint& p : e.vram->points) {
-      const int n = ++counts[TimeKey(p.time_s)];
-      int& m = max_pods[e.device_key];
-      m = std::max(m, n);
-    }
+    int& most = max_pods[e.device_key];
+    for (const MetricPoint& p : e.vram->points) most = std::max(most, ++counts[TimeKey(p.time_s)]);
   }
 
   // 4. Samples, collected and then ingested in time order.

@@ -94,12 +94,11 @@ bool KubeState::Add(const LabeledSeries& s) {
   const std::string& suffix = names_.annotations_suffix;
   if (s.metric.size() > 5 + suffix.size() && s.metric.rfind("kube_", 0) == 0 &&
       s.metric.compare(s.metric.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    const std::string kind =
-        KindFromKsm(std::string_view(s.metric).substr(5, s.metric.size() - 5 - suffix.size()));
+    // kube_<object>_annotations; the object's own label is "<object>", but "job_name" for Jobs.
+    const std::string object = s.metric.substr(5, s.metric.size() - 5 - suffix.size());
+    const std::string kind = KindFromKsm(object);
     if (kind.empty()) return false;
-    // The object's own label: "deployment", "statefulset", ..., but "job_name" for Jobs.
-    const std::string prefix = s.metric.substr(5, s.metric.size() - 5 - suffix.size());
-    std::string name(s.Label(kind == "Job" ? "job_name" : prefix));
+    std::string name(s.Label(kind == "Job" ? "job_name" : object));
     auto& annotations = annotations_[{std::string(ns), kind, name}];
     annotations.seen_s = std::max(annotations.seen_s, seen);
     for (const auto& [k, v] : s.labels)
