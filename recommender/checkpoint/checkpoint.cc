@@ -120,6 +120,17 @@ void SaveWorkload(const FleetStore& store, uint32_t row, v1::WorkloadCheckpoint*
     d->set_device(c.device);
     d->set_ingested_through_s(c.ingested_through_s);
     d->set_charged_through_s(c.charged_through_s);
+    d->set_samples(c.samples);
+    d->set_active_samples(c.active_samples);
+    d->set_vram_peak_bytes(c.vram_peak_bytes);
+  }
+  if (st.activity.latest_hour >= 0) {
+    v1::HourlyActivityCheckpoint* a = out->mutable_activity();
+    a->set_latest_hour(st.activity.latest_hour);
+    for (int i = 0; i < kActivityHours; ++i) {
+      a->add_samples(st.activity.samples[i]);
+      a->add_active(st.activity.active[i]);
+    }
   }
 }
 
@@ -162,14 +173,43 @@ Status RestoreDevices(const v1::WorkloadCheckpoint& in, WorkloadState& st,
     if (Status s = ValidateObjectName("checkpoint pod", d.pod()); !s.ok())
       return DataLossError("checkpoint workload " + name + ": " + s.message());
     if (d.device() < -1 || !std::isfinite(d.ingested_through_s()) ||
-        !std::isfinite(d.charged_through_s()))
+        !std::isfinite(d.charged_through_s()) || !std::isfinite(d.vram_peak_bytes()) ||
+        d.vram_peak_bytes() < 0 || d.vram_peak_bytes() > kMaxVramBytes ||
+        d.active_samples() > d.samples())
       return DataLossError("checkpoint workload " + name + ": series " + d.pod() + "/" +
                            std::to_string(d.device()) + " has an invalid device or mark");
     for (const DeviceCursor& c : st.devices)
       if (c.pod == d.pod() && c.device == d.device())
         return DataLossError("checkpoint workload " + name + ": series " + d.pod() + "/" +
                              std::to_string(d.device()) + " appears twice");
-    st.devices.push_back({d.pod(), d.device(), d.ingested_through_s(), d.charged_through_s()});
+    DeviceCursor cursor;
+    cursor.pod = d.pod();
+    cursor.device = d.device();
+    cursor.ingested_through_s = d.ingested_through_s();
+    cursor.charged_through_s = d.charged_through_s();
+    cursor.samples = d.samples();
+    cursor.active_samples = d.active_samples();
+    cursor.vram_peak_bytes = d.vram_peak_bytes();
+    st.devices.push_back(std::move(cursor));
+  }
+  return OkStatus();
+}
+
+Status RestoreActivity(const v1::WorkloadCheckpoint& in, WorkloadState& st,
+                       const std::string& name) {
+  if (!in.has_activity() || in.activity().latest_hour() < 0) return OkStatus();
+  const v1::HourlyActivityCheckpoint& a = in.activity();
+  if (a.samples_size() != kActivityHours || a.active_size() != kActivityHours ||
+      a.latest_hour() > static_cast<int64_t>(kMaxSampleTimeS / 3600))
+    return DataLossError("checkpoint workload " + name +
+                         ": hourly activity has a bad shape or hour");
+  st.activity.latest_hour = a.latest_hour();
+  for (int i = 0; i < kActivityHours; ++i) {
+    if (a.samples(i) > UINT16_MAX || a.active(i) > a.samples(i))
+      return DataLossError("checkpoint workload " + name + ": hourly activity slot " +
+                           std::to_string(i) + " is out of range");
+    st.activity.samples[i] = static_cast<uint16_t>(a.samples(i));
+    st.activity.active[i] = static_cast<uint16_t>(a.active(i));
   }
   return OkStatus();
 }
@@ -221,6 +261,7 @@ Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
   st.pending_used_vram_gpu_seconds = in.pending_used_vram_gpu_seconds();
   st.pending_used_sm_gpu_seconds = in.pending_used_sm_gpu_seconds();
   if (st.sample_count > 0) store.NoteRestoredSampleTime(st.last_seen_s);
+  if (Status s = RestoreActivity(in, st, name); !s.ok()) return s;
   return RestoreDevices(in, st, name);
 }
 

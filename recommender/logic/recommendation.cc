@@ -43,6 +43,9 @@ v1::Recommendation ToProto(const Recommendation& r, const FleetStore& store) {
   out.set_vram_history_peak_bytes(r.vram_history_peak_bytes);
   out.set_vram_limit_bytes(r.vram_limit_bytes);
   out.set_needs_larger_gpu(r.needs_larger_gpu);
+  out.set_busy_devices(r.busy_devices);
+  out.set_average_pods(r.average_pods);
+  out.set_idle_hours_ratio(r.idle_hours_ratio);
   return out;
 }
 

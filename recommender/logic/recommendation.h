@@ -37,6 +37,9 @@ struct Recommendation {
   uint32_t cuda_oom_count = 0;
   bool shared_device_estimate = false;  // split from a shared device's counters (estimate)
   bool vram_set_by_allocator = false;   // flat, high residency with low compute: a pool allocator
+  uint32_t busy_devices = 0;    // the most devices one pod kept busy (see DeviceCursor::Busy)
+  double average_pods = 0;      // pods holding the allocation, on average over the history
+  double idle_hours_ratio = 0;  // share of the latest week's observed hours with no activity
 };
 
 // The wire form, with the identity of the store row and the reason a target is withheld.

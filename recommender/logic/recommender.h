@@ -33,6 +33,10 @@ struct RecommenderOptions {
   double pool_high_vram_ratio = 0.75;
   // Low compute: SM p90 at or below this.
   double pool_low_sm_p90 = 0.50;
+  // A device of a multi-GPU pod is busy when active in at least this share of its samples or
+  // holding more than this much VRAM (a CUDA context alone is ~0.3-0.5 GiB).
+  double busy_device_min_active_share = 0.01;
+  double busy_device_min_vram_bytes = 1024.0 * 1024 * 1024;
 };
 
 class Recommender {
@@ -52,6 +56,7 @@ class Recommender {
     std::vector<double> sm_cumulative;
   };
   Recommendation Recommend(const FleetStore& store, uint32_t row, Scratch& scratch) const;
+  uint32_t BusyDevicesPerPod(const WorkloadState& st) const;
 
   RecommenderOptions options_;
   std::unique_ptr<Estimator> vram_target_;

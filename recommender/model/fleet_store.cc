@@ -139,6 +139,42 @@ double FleetStore::FactorAt(double time_s) {
   return cached_factor_;
 }
 
+bool DeviceCursor::Busy(double min_active_share, double min_vram_bytes) const {
+  return vram_peak_bytes > min_vram_bytes ||
+         (samples > 0 &&
+          static_cast<double>(active_samples) >= min_active_share * static_cast<double>(samples));
+}
+
+void HourlyActivity::Add(double time_s, bool is_active) {
+  const auto hour = static_cast<int64_t>(std::floor(time_s / 3600));
+  if (latest_hour < 0) latest_hour = hour;
+  if (hour > latest_hour) {
+    // Hours between the old newest and this one had no sample: clear their slots (a week at
+    // most, so a long gap costs no more than one lap).
+    for (int64_t h = latest_hour + 1; h <= std::min(hour, latest_hour + kActivityHours); ++h) {
+      samples[h % kActivityHours] = 0;
+      active[h % kActivityHours] = 0;
+    }
+    latest_hour = hour;
+  }
+  if (hour <= latest_hour - kActivityHours) return;  // older than the week held
+  const size_t slot = static_cast<size_t>(hour % kActivityHours);
+  if (samples[slot] == UINT16_MAX) return;  // saturated: the share stays that of the first 65535
+  ++samples[slot];
+  if (is_active) ++active[slot];
+}
+
+int HourlyActivity::ObservedHours() const {
+  return static_cast<int>(
+      std::count_if(samples.begin(), samples.end(), [](uint16_t n) { return n > 0; }));
+}
+
+int HourlyActivity::IdleHours() const {
+  int idle = 0;
+  for (size_t i = 0; i < samples.size(); ++i) idle += samples[i] > 0 && active[i] == 0;
+  return idle;
+}
+
 uint32_t FleetStore::TrackDevice(uint32_t row, std::string_view pod, int32_t device) {
   std::vector<DeviceCursor>& devices = states_[row].devices;
   for (size_t i = 0; i < devices.size(); ++i)
@@ -161,6 +197,9 @@ IngestOutcome FleetStore::Ingest(uint32_t row, uint32_t device_index, const GpuS
   if (!AddSample(row, sample, sample.time_s > cursor.charged_through_s))
     return IngestOutcome::kInvalid;
   cursor.ingested_through_s = sample.time_s;
+  ++cursor.samples;
+  if (sample.sm_ratio > options_.idle_sm_threshold) ++cursor.active_samples;
+  cursor.vram_peak_bytes = std::max(cursor.vram_peak_bytes, sample.vram_bytes);
   return IngestOutcome::kAdded;
 }
 
@@ -224,6 +263,7 @@ bool FleetStore::AddSample(uint32_t row, const GpuSample& sample, bool chargeabl
     st.pending_used_sm_gpu_seconds += used_sm_gpu_seconds;
   }
   st.vram_history_peak_bytes = std::max(st.vram_history_peak_bytes, sample.vram_bytes);
+  st.activity.Add(t, !idle);
   if (!idle) {
     st.active_seconds += dt;
     const double gap_start = std::isnan(st.last_active_s) ? st.first_seen_s : st.last_active_s;

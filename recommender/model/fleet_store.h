@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -69,6 +70,30 @@ struct DeviceCursor {
   int32_t device = -1;            // -1: the source named no device index
   double ingested_through_s = 0;  // 0: nothing ingested yet
   double charged_through_s = 0;   // 0: nothing charged yet
+  // What this device did: a pod holding several GPUs of which some never work is planned down
+  // to the GPUs it uses (updater), and one whose GPUs all work is multi-GPU (never MIG).
+  uint64_t samples = 0;
+  uint64_t active_samples = 0;  // SM above the idle threshold
+  double vram_peak_bytes = 0;
+
+  // Busy: active in at least `min_active_share` of its samples, or holding more than
+  // `min_vram_bytes` (data resident on a device is in use even between kernels).
+  bool Busy(double min_active_share, double min_vram_bytes) const;
+};
+
+// The latest week of activity, hour by hour: how many samples fell in each hour and how many
+// were active. Owner reports draw the idle gaps over time from it, and the share of wholly idle
+// hours is the scale-to-zero evidence (a workload idle for whole hours can wait for a cold start).
+inline constexpr int kActivityHours = 168;
+struct HourlyActivity {
+  int64_t latest_hour = -1;  // floor(time / 1 h) of the newest hour held; -1: none
+  std::array<uint16_t, kActivityHours> samples{};
+  std::array<uint16_t, kActivityHours> active{};
+
+  void Add(double time_s, bool is_active);
+  // Hours with at least one sample, and those of them without an active sample.
+  int ObservedHours() const;
+  int IdleHours() const;
 };
 
 // What Ingest did with a sample.
@@ -110,6 +135,7 @@ struct WorkloadState {
   double pending_used_sm_gpu_seconds = 0;
   v1::WorkloadIdentity identity;
   std::vector<DeviceCursor> devices;
+  HourlyActivity activity;
 };
 
 // Kubernetes name rules for namespace, owner kind, owner name and container; the cost center
