@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs gpuvpa's build and test dependencies from Debian packages.
 # Idempotent and non-interactive: safe to run on every build.
+#   --with-browser  also Debian's Chromium, which the report tests render HTML in (the test
+#                   command passes it; the demo and the image do not need a browser)
 set -euo pipefail
 
 packages=(
@@ -11,6 +13,10 @@ packages=(
   redis-server prometheus libsqlite3-dev sqlite3 libhiredis-dev libssl-dev openssl nlohmann-json3-dev libyaml-cpp-dev
   clang-format clang-tidy clang libclang-rt-14-dev libcli11-dev libabsl-dev libspdlog-dev libsimdjson-dev
 )
+
+if [ "${1:-}" = "--with-browser" ]; then
+  packages+=(chromium)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

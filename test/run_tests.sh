@@ -3,7 +3,7 @@
 # GPUVPA_SANITIZE=ON builds into build-asan with AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash deploy/setup-deps.sh
+bash deploy/setup-deps.sh --with-browser
 sanitize="${GPUVPA_SANITIZE:-OFF}"
 build_dir=build
 bench=ON

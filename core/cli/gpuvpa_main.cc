@@ -1,6 +1,6 @@
-// gpuvpa: the command-line entry point over every component (the recommender's commands and the
-// cost layer's showback and import). Dispatch only; all logic lives in the libraries. Built by
-// the top-level CMakeLists.txt, the level that owns all components.
+// gpuvpa: the command-line entry point over every component (the recommender's and the updater's
+// commands, the cost layer's showback and import). Dispatch only; all logic lives in the libraries.
+// Built by the top-level CMakeLists.txt, the level that owns all components.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -9,6 +9,7 @@
 #include "core/cost/openb_import.h"
 #include "core/cost/showback.h"
 #include "recommender/cmd/commands.h"
+#include "updater/cmd/commands.h"
 
 int main(int argc, char** argv) {
   const std::vector<gpuvpa::Subcommand> commands = {
@@ -16,6 +17,10 @@ int main(int argc, char** argv) {
        gpuvpa::recommender::RunRecommendCommand},
       {"demo-trace", "write the deterministic demo fleet trace",
        gpuvpa::recommender::RunDemoTraceCommand},
+      {"plan", "plan the cheapest GPU allocation per workload; write proposals and owner reports",
+       gpuvpa::updater::RunPlanCommand},
+      {"backtest", "train on the first part of a trace, check the plan against the rest",
+       gpuvpa::updater::RunBacktestCommand},
       {"showback", "per cost center (or GPU model) costs, idle tax and savings from the ledger",
        gpuvpa::RunShowbackCommand},
       {"import-openb", "load the Alibaba openb pod/node trace into the ledger",

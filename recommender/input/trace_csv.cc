@@ -198,6 +198,10 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
                                    FormatNumber(options_.max_future_skew_s) + " s)");
       continue;
     }
+    if (*time < options_.window_from_s || *time >= options_.window_until_s) {
+      ++report.outside_window;
+      continue;
+    }
     bool empty_id = false;
     for (int c :
          {kNamespace, kWorkloadKind, kWorkloadName, kContainer, kPod, kGpuModel, kAllocation}) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,10 @@ struct TraceReplayOptions {
   double max_future_skew_s = 300;
   SmUnit sm_unit = SmUnit::kRatio;
   VramUnit vram_unit = VramUnit::kBytes;
+  // Only rows with window_from_s <= timestamp < window_until_s enter the store; the others are
+  // counted as outside the window (a backtest trains on one part of a trace, checks the rest).
+  double window_from_s = -std::numeric_limits<double>::infinity();
+  double window_until_s = std::numeric_limits<double>::infinity();
 };
 
 struct TraceReplayReport {
@@ -52,6 +57,7 @@ struct TraceReplayReport {
   size_t accepted = 0;
   size_t already_ingested = 0;  // at or before their series' high-water mark: skipped, counted
   size_t malformed = 0;
+  size_t outside_window = 0;       // valid rows outside [window_from_s, window_until_s)
   std::vector<TraceIssue> issues;  // the first kMaxReportedIssues malformed rows
   double first_time_s = 0;         // of accepted rows
   double last_time_s = 0;

@@ -1,0 +1,284 @@
+// CLI command wiring for the updater: inputs -> planner -> ledger, reports, backtest.
+#include "updater/cmd/commands.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "core/base/atomic_file.h"
+#include "core/base/time_format.h"
+#include "core/cli/cli.h"
+#include "core/cost/config.h"
+#include "core/cost/ledger.h"
+#include "recommender/checkpoint/checkpoint.h"
+#include "updater/backtest/backtest.h"
+#include "updater/cmd/plan_inputs.h"
+#include "updater/plan/proposal_ledger.h"
+#include "updater/report/store_charts.h"
+
+namespace gpuvpa::updater {
+namespace {
+
+struct ReportFormats {
+  bool html = false, md = false, json = false, csv = false;
+};
+
+Result<ReportFormats> ParseFormats(const std::string& text) {
+  ReportFormats f;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item == "html")
+      f.html = true;
+    else if (item == "md")
+      f.md = true;
+    else if (item == "json")
+      f.json = true;
+    else if (item == "csv")
+      f.csv = true;
+    else
+      return InvalidArgumentError("--format: \"" + item + "\" is not one of html, md, json, csv");
+  }
+  return f;
+}
+
+// Writes the chosen reports into `dir` (made if missing), each file atomically.
+Result<std::vector<std::string>> WriteReports(const ReportInput& input, const std::string& dir,
+                                              const ReportFormats& formats) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return InvalidArgumentError("--report " + dir + ": " + ec.message());
+  std::vector<std::string> written;
+  auto write = [&](const std::string& name, const Result<std::string>& text) -> Status {
+    if (!text.ok()) return text.status();
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    if (Status s = WriteFileAtomically(path, *text); !s.ok()) return s;
+    written.push_back(path);
+    return OkStatus();
+  };
+  if (formats.html)
+    if (Status s = write("report.html", RenderHtmlReport(input)); !s.ok()) return s;
+  if (formats.md)
+    if (Status s = write("report.md", RenderMarkdownReport(input)); !s.ok()) return s;
+  if (formats.json)
+    if (Status s = write("report.json", RenderJsonReport(input)); !s.ok()) return s;
+  if (formats.csv)
+    if (Status s = write("report.csv", Result<std::string>(RenderCsvReport(input))); !s.ok())
+      return s;
+  return written;
+}
+
+std::string PlanTable(const std::vector<PlannedAction>& actions) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-44s %-13s %-28s %-28s %12s %12s %-6s %s\n", "WORKLOAD",
+                "ACTION", "FROM", "TO", "MONTHLY NOW", "PLANNED", "RISK", "MODE");
+  out += line;
+  for (const PlannedAction& a : actions) {
+    std::string name = ActionDisplayName(a);
+    if (name.size() > 44) name = name.substr(0, 20) + "~" + name.substr(name.size() - 23);
+    const std::string to = a.to_allocation + (a.to_model != a.from_model ? " " + a.to_model : "");
+    std::snprintf(line, sizeof line, "%-44s %-13s %-28s %-28s %12s %12s %-6s %s%s\n", name.c_str(),
+                  std::string(PlanKindName(a.kind)).c_str(), a.from_allocation.c_str(), to.c_str(),
+                  a.priced ? FormatUsd(a.monthly_before).c_str() : "no price",
+                  a.priced ? FormatUsd(a.monthly_after).c_str() : "no price",
+                  a.changes() ? std::string(RiskName(a.risk)).c_str() : "-",
+                  std::string(UpdateModeName(a.mode)).c_str(), a.auto_apply ? " (applies)" : "");
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string checkpoint_path, recommendations_path, policy_path, config_path, ledger_path;
+  std::string report_dir, format_text = "html,md,json,csv";
+  double min_history_hours = recommender::RecommenderOptions{}.min_history_s / 3600;
+  auto app = NewCommandApp(
+      "gpuvpa", "plan",
+      "Plan the cheapest GPU allocation that fits each workload-container (MIG profile, shared "
+      "GPU, GPU model, fewer GPUs, scale to zero) under the namespace policy; write the "
+      "proposals to the ledger and the owner reports. Exit 0 on success, 1 on failure, 2 on bad "
+      "usage.");
+  auto* source = app->add_option_group("source", "where the recommendations come from");
+  source->add_option("--checkpoint", checkpoint_path,
+                     "a recommender checkpoint (gives the charts of the HTML report)");
+  source->add_option("--recommendations", recommendations_path,
+                     "recommendations as `gpuvpa recommend --format json` writes them");
+  source->require_option(1);
+  app->add_option("--policy", policy_path, "update policy (YAML; see updater/README.md)");
+  app->add_option("--config", config_path, "gpuvpa config (prices, cost centers)");
+  app->add_option("--ledger", ledger_path, "write each proposal to this ledger");
+  app->add_option("--report", report_dir, "write the owner reports into this directory");
+  app->add_option("--format", format_text, "report formats, comma-separated: html,md,json,csv");
+  app->add_option("--min-history-hours", min_history_hours,
+                  "history needed before recommending (--checkpoint)")
+      ->check(NonNegativeNumber());
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  const char* kPlan = "gpuvpa plan";
+
+  Result<ReportFormats> formats = ParseFormats(format_text);
+  if (!formats.ok()) {
+    err << kPlan << ": " << formats.status().message() << "\n";
+    return kExitUsage;
+  }
+  Result<GpuvpaConfig> config = LoadConfigFile(config_path);
+  Result<UpdaterPolicy> policy = LoadUpdaterPolicy(policy_path);
+  for (const Status& s : {config.status(), policy.status()})
+    if (!s.ok()) {
+      err << kPlan << ": " << s.message() << "\n";
+      return kExitFailure;
+    }
+
+  ReportInput input;
+  input.generated_at_s = static_cast<int64_t>(UnixNowSeconds());
+  input.scale_to_zero = policy->scale_to_zero;
+  std::vector<v1::Recommendation> recommendations;
+  std::vector<std::optional<WorkloadCharts>> charts;
+  if (!checkpoint_path.empty()) {
+    recommender::FleetStore store;
+    Result<recommender::CheckpointLoad> load = recommender::LoadCheckpoint(checkpoint_path, store);
+    if (!load.ok()) {
+      err << kPlan << ": checkpoint: " << load.status().message() << "\n";
+      return kExitFailure;
+    }
+    for (const Status& refused : load->refused)
+      err << "checkpoint refused: " << refused.message() << "\n";
+    recommender::RecommenderOptions options;
+    options.min_history_s = min_history_hours * 3600;
+    recommendations =
+        RecommendationsOf(store, recommender::Recommender(options), config->prices, config->region);
+    for (uint32_t row = 0; row < store.size(); ++row) charts.emplace_back(ChartsOf(store, row));
+    input.as_of_s = static_cast<int64_t>(store.newest_sample_s());
+    input.source = "checkpoint " + load->loaded_from;
+  } else {
+    Result<std::string> text = ReadWholeFile(recommendations_path);
+    Result<std::vector<v1::Recommendation>> parsed =
+        text.ok() ? ParseRecommendationsJson(*text)
+                  : Result<std::vector<v1::Recommendation>>(text.status());
+    if (!parsed.ok()) {
+      err << kPlan << ": " << recommendations_path << ": " << parsed.status().message() << "\n";
+      return kExitFailure;
+    }
+    recommendations = std::move(parsed).value();
+    charts.resize(recommendations.size());
+    // The evidence is as old as the file: planning the same file again writes nothing new.
+    struct stat st {};
+    input.as_of_s =
+        ::stat(recommendations_path.c_str(), &st) == 0 ? st.st_mtime : input.generated_at_s;
+    input.source = "recommendations " + recommendations_path;
+  }
+
+  const Planner planner(GpuCatalog::BuiltIn(), config->prices, config->region, *policy);
+  for (size_t i = 0; i < recommendations.size(); ++i) {
+    PlannedAction a = planner.Plan(recommendations[i]);
+    if (a.mode == UpdateMode::kOff) continue;
+    input.actions.push_back(std::move(a));
+    input.charts.push_back(std::move(charts[i]));
+  }
+
+  if (!ledger_path.empty()) {
+    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);
+    const std::vector<LedgerAction> rows = ProposalRows(input.actions, input.as_of_s);
+    Result<size_t> added = ledger.ok() ? (*ledger)->Append(rows) : Result<size_t>(ledger.status());
+    if (!added.ok()) {
+      err << kPlan << ": ledger: " << added.status().message() << "\n";
+      return kExitFailure;
+    }
+    err << "ledger: " << rows.size() << " proposals (" << *added << " new) in " << ledger_path
+        << "\n";
+  }
+  out << PlanTable(input.actions);
+  MicroUsd before = 0, after = 0;
+  size_t changes = 0;
+  for (const PlannedAction& a : input.actions) {
+    if (!a.priced) continue;
+    if (!CheckedAdd(before, a.monthly_before, "monthly cost").ok() ||
+        !CheckedAdd(after, a.monthly_after, "monthly cost").ok()) {
+      err << kPlan << ": monthly costs overflow\n";
+      return kExitFailure;
+    }
+    changes += a.changes();
+  }
+  out << "plan: " << input.actions.size() << " workload-containers, " << changes
+      << " changes proposed; monthly " << FormatUsd(before) << " -> " << FormatUsd(after)
+      << " (proposed savings " << FormatUsd(before - after) << "/month)\n";
+  if (!report_dir.empty()) {
+    Result<std::vector<std::string>> written = WriteReports(input, report_dir, *formats);
+    if (!written.ok()) {
+      err << kPlan << ": report: " << written.status().message() << "\n";
+      return kExitFailure;
+    }
+    for (const std::string& path : *written) out << "report: " << path << "\n";
+  }
+  return kExitOk;
+}
+
+int RunBacktestCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string trace_path, policy_path, config_path, report_dir, now_text;
+  BacktestOptions options;
+  double min_history_hours = options.recommender.min_history_s / 3600;
+  auto app = NewCommandApp(
+      "gpuvpa", "backtest",
+      "Replay the first part of a trace (CSV, README \"Trace format\"), plan, and check the "
+      "plan against the rest: future VRAM peaks that overflow the pick (CUDA OOMs) and the cost "
+      "relative to today's allocation, for gpuvpa's estimator, max x 1.15, p90 of hourly peaks "
+      "x 1.15 and an oracle. Exit 0 on success, 1 on failure, 2 on bad usage.");
+  app->add_option("--trace", trace_path, "trace CSV to replay")->required();
+  app->add_option("--split", options.split, "share of the trace's time span to train on")
+      ->check(NumberInRange(0.01, 0.99));
+  app->add_option("--policy", policy_path, "update policy (YAML; see updater/README.md)");
+  app->add_option("--config", config_path, "gpuvpa config (prices, cost centers)");
+  app->add_option("--report", report_dir, "write backtest.html into this directory");
+  app->add_option("--min-history-hours", min_history_hours, "history needed before recommending")
+      ->check(NonNegativeNumber());
+  app->add_option("--sample-period-seconds", options.store.sample_period_s,
+                  "device time one trace row stands for")
+      ->check(PositiveNumber());
+  app->add_option("--now", now_text,
+                  "the current time (Unix seconds or RFC 3339; default: the "
+                  "clock): rows later than now + skew are refused");
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  const char* kBacktest = "gpuvpa backtest";
+  if (!now_text.empty()) {
+    Result<double> now = ParseTimestamp(now_text);
+    if (!now.ok()) {
+      err << kBacktest << ": --now: " << now.status().message() << "\n";
+      return kExitUsage;
+    }
+    options.replay.now_s = *now;
+  }
+  options.recommender.min_history_s = min_history_hours * 3600;
+  Result<GpuvpaConfig> config = LoadConfigFile(config_path);
+  Result<UpdaterPolicy> policy = LoadUpdaterPolicy(policy_path);
+  for (const Status& s : {config.status(), policy.status()})
+    if (!s.ok()) {
+      err << kBacktest << ": " << s.message() << "\n";
+      return kExitFailure;
+    }
+  options.cost_centers = config->cost_centers;
+  Result<BacktestResult> result = RunBacktest(trace_path, GpuCatalog::BuiltIn(), config->prices,
+                                              config->region, *policy, options);
+  if (!result.ok()) {
+    err << kBacktest << ": " << result.status().message() << "\n";
+    return kExitFailure;
+  }
+  out << FormatBacktestTable(*result);
+  if (!report_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(report_dir, ec);
+    const std::string path = (std::filesystem::path(report_dir) / "backtest.html").string();
+    Status s = ec ? InvalidArgumentError("--report " + report_dir + ": " + ec.message())
+                  : WriteFileAtomically(path, RenderBacktestHtml(*result, trace_path));
+    if (!s.ok()) {
+      err << kBacktest << ": " << s.message() << "\n";
+      return kExitFailure;
+    }
+    out << "report: " << path << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace gpuvpa::updater

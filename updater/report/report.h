@@ -1,0 +1,76 @@
+// Owner reports of a plan, grouped by cost center, then namespace: a self-contained HTML page
+// (inline SVG charts, no network), Markdown for a pull request, JSON (schema
+// "gpuvpa.plan-report/v1", documented in updater/README.md) and CSV (RFC 4180).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cost/money.h"
+#include "updater/plan/planner.h"
+
+namespace gpuvpa::updater {
+
+inline constexpr std::string_view kReportSchema = "gpuvpa.plan-report/v1";
+
+// What the charts of one workload show: its VRAM peak and SM histograms (weights normalised to
+// sum 1) and a week of activity by hour.
+struct WorkloadCharts {
+  struct Bar {
+    double from = 0;  // bucket start and end, in bytes (VRAM) or ratio (SM)
+    double to = 0;
+    double weight = 0;
+  };
+  std::vector<Bar> vram;
+  std::vector<Bar> sm;
+  int64_t latest_hour = -1;  // Unix hour of the last cell; -1: no activity known
+  // Oldest first; the share of samples that were active in each hour, NaN for an hour without
+  // a sample.
+  std::vector<double> hourly_active_ratio;
+};
+
+struct ReportInput {
+  std::vector<PlannedAction> actions;
+  std::vector<std::optional<WorkloadCharts>> charts;  // by action index, or empty
+  int64_t generated_at_s = 0;
+  int64_t as_of_s = 0;              // the evidence runs to this time
+  std::string source;               // where the recommendations came from
+  ScaleToZeroPolicy scale_to_zero;  // what proposed ScaledObjects point at
+};
+
+struct NamespaceGroup {
+  std::string name;
+  std::vector<size_t> actions;  // indices into ReportInput::actions, largest saving first
+};
+
+struct CostCenterGroup {
+  std::string name;
+  MicroUsd idle_tax = 0;  // VRAM basis, over the history, where priced
+  MicroUsd monthly_before = 0;
+  MicroUsd monthly_after = 0;
+  size_t changes = 0;
+  std::vector<NamespaceGroup> namespaces;
+
+  MicroUsd monthly_savings() const { return monthly_before - monthly_after; }
+};
+
+// Cost centers and namespaces in name order. Sums are checked: an overflow is an error.
+Result<std::vector<CostCenterGroup>> GroupByCostCenter(const std::vector<PlannedAction>& actions);
+
+// The exact change to apply: a strategic-merge patch of the owner's pod template (resource
+// names and, for a GPU model change, the node selector), and for scale-to-zero a KEDA
+// ScaledObject on gpuvpa's scaler. Empty when nothing changes.
+std::string YamlChange(const PlannedAction& action, const ScaleToZeroPolicy& scale_to_zero);
+
+// "ns/Kind/name/container"
+std::string ActionDisplayName(const PlannedAction& action);
+
+Result<std::string> RenderHtmlReport(const ReportInput& input);
+Result<std::string> RenderMarkdownReport(const ReportInput& input);
+Result<std::string> RenderJsonReport(const ReportInput& input);
+std::string RenderCsvReport(const ReportInput& input);
+
+}  // namespace gpuvpa::updater
