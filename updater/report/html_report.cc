@@ -126,14 +126,12 @@ std::string Histogram(const std::string& title, const std::vector<WorkloadCharts
              "\" width=\"" + Num(std::max(1.0, x_of(b.to) - x_of(b.from)), 2) + "\" height=\"" +
              Num(bh, 2) + "\" fill=\"#5b7fb8\"/>";
     }
-  for (int i = 0; i <= 4; ++i) {
+  for (int i = 0; i < 4; ++i) {  // the last tick would run off the plot's right edge
     const double v = x_max * i / 4;
     svg += "<text x=\"" + Num(x_of(v)) + "\" y=\"" + std::to_string(h - 6) +
            "\" font-size=\"10\" text-anchor=\"middle\">" + Num(v / unit, unit_name == "%" ? 0 : 1) +
            "</text>";
   }
-  svg += "<text x=\"" + std::to_string(w - 8) + "\" y=\"" + std::to_string(h - 6) +
-         "\" font-size=\"10\" text-anchor=\"end\">" + Esc(unit_name) + "</text>";
   int label_y = top + 10;
   for (const Marker& m : markers) {
     if (m.value <= 0) continue;
