@@ -25,6 +25,45 @@ class PercentileEstimator final : public Estimator {
   double p_;
 };
 
+class TightPercentileEstimator final : public Estimator {
+ public:
+  explicit TightPercentileEstimator(double p) : percentile_(p) {}
+  double Estimate(const EstimatorInput& in) const override {
+    const double v = percentile_.Estimate(in);
+    return in.exact_max > 0 ? std::min(v, in.exact_max) : v;
+  }
+
+ private:
+  PercentileEstimator percentile_;
+};
+
+class VariationMarginEstimator final : public Estimator {
+ public:
+  VariationMarginEstimator(double min_margin, double gain, double max_margin,
+                           std::unique_ptr<Estimator> high, std::unique_ptr<Estimator> mid,
+                           std::unique_ptr<Estimator> base)
+      : min_margin_(min_margin),
+        gain_(gain),
+        max_margin_(max_margin),
+        high_(std::move(high)),
+        mid_(std::move(mid)),
+        base_(std::move(base)) {}
+  double Estimate(const EstimatorInput& in) const override {
+    const double high = high_->Estimate(in);
+    const double variation = high > 0 ? std::max(0.0, high - mid_->Estimate(in)) / high : 0;
+    const double margin = std::min(max_margin_, min_margin_ + gain_ * variation);
+    return base_->Estimate(in) * (1 + std::max(min_margin_, margin));
+  }
+
+ private:
+  double min_margin_;
+  double gain_;
+  double max_margin_;
+  std::unique_ptr<Estimator> high_;
+  std::unique_ptr<Estimator> mid_;
+  std::unique_ptr<Estimator> base_;
+};
+
 class MarginEstimator final : public Estimator {
  public:
   MarginEstimator(double margin, std::unique_ptr<Estimator> base)
@@ -85,6 +124,18 @@ double HistoryEvidence::Confidence() const {
 
 std::unique_ptr<Estimator> NewPercentileEstimator(double p) {
   return std::make_unique<PercentileEstimator>(p);
+}
+
+std::unique_ptr<Estimator> NewTightPercentileEstimator(double p) {
+  return std::make_unique<TightPercentileEstimator>(p);
+}
+
+std::unique_ptr<Estimator> WithVariationMargin(double min_margin, double gain, double max_margin,
+                                               std::unique_ptr<Estimator> high,
+                                               std::unique_ptr<Estimator> mid,
+                                               std::unique_ptr<Estimator> base) {
+  return std::make_unique<VariationMarginEstimator>(min_margin, gain, max_margin, std::move(high),
+                                                    std::move(mid), std::move(base));
 }
 
 std::unique_ptr<Estimator> WithMargin(double margin_fraction, std::unique_ptr<Estimator> base) {

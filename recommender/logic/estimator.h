@@ -28,6 +28,9 @@ struct EstimatorInput {
   double total_weight = 0;
   HistoryEvidence history;
   double observed_floor = 0;  // e.g. the latest VRAM window's peak
+  // The largest value the histogram holds, exactly (0: unknown). Percentiles return a bucket's
+  // end, up to one bucket width (5 % for VRAM) above every value in it; no value is above this.
+  double exact_max = 0;
 };
 
 class Estimator {
@@ -38,6 +41,17 @@ class Estimator {
 
 // The p-percentile of the histogram (end of its bucket: never below the true value).
 std::unique_ptr<Estimator> NewPercentileEstimator(double p);
+// The p-percentile, but never above input.exact_max: when p falls in the top bucket its end
+// overshoots the largest value held, and no true percentile is above that value.
+std::unique_ptr<Estimator> NewTightPercentileEstimator(double p);
+// base * (1 + margin), where the margin follows how much the values vary: margin = min_margin +
+// gain * (high - mid) / high, at most max_margin (`high` and `mid` are estimators over the same
+// input, e.g. p98 and p50 of hourly VRAM peaks). A flat series (a model server) gets min_margin;
+// one whose peaks swing gets more, since its next peak is less predictable.
+std::unique_ptr<Estimator> WithVariationMargin(double min_margin, double gain, double max_margin,
+                                               std::unique_ptr<Estimator> high,
+                                               std::unique_ptr<Estimator> mid,
+                                               std::unique_ptr<Estimator> base);
 // base * (1 + margin_fraction).
 std::unique_ptr<Estimator> WithMargin(double margin_fraction, std::unique_ptr<Estimator> base);
 // base * (1 + multiplier / confidence)^exponent: wide bounds while history is short.

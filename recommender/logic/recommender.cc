@@ -29,9 +29,14 @@ uint32_t Recommender::BusyDevicesPerPod(const WorkloadState& st) const {
 }
 
 Recommender::Recommender(RecommenderOptions o) : options_(o) {
+  // The target: the tight p98 (never above the largest peak held) plus a margin that grows with
+  // the peaks' variation, never below the latest windows' peak.
   vram_target_ = WithMinimum(
-      o.min_vram_bytes, WithObservedFloor(WithMargin(
-                            o.safety_margin, NewPercentileEstimator(o.vram_target_percentile))));
+      o.min_vram_bytes,
+      WithObservedFloor(WithVariationMargin(
+          o.target_margin_min, o.target_margin_gain, o.target_margin_max,
+          NewTightPercentileEstimator(o.vram_target_percentile), NewPercentileEstimator(0.5),
+          NewTightPercentileEstimator(o.vram_target_percentile))));
   vram_lower_ = WithMinimum(
       o.min_vram_bytes,
       WithConfidenceMultiplier(
@@ -70,10 +75,17 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row,
   scratch.sm_cumulative.resize(store.sm_weights(row).size());
   CumulativeWeights(store.vram_weights(row), scratch.vram_cumulative);
   CumulativeWeights(store.sm_weights(row), scratch.sm_cumulative);
-  const EstimatorInput vram{store.vram_bucketing(), scratch.vram_cumulative,
-                            store.vram_total_weight(row), history, observed_peak};
-  const EstimatorInput sm{store.sm_bucketing(), scratch.sm_cumulative, store.sm_total_weight(row),
-                          history, 0};
+  // The raw largest sample bounds every percentile, unless a CUDA OOM put a bumped peak (above
+  // any sample) into the histogram.
+  const double exact_max = st.cuda_oom_count == 0 ? st.vram_history_peak_bytes : 0;
+  const EstimatorInput vram{store.vram_bucketing(),
+                            scratch.vram_cumulative,
+                            store.vram_total_weight(row),
+                            history,
+                            observed_peak,
+                            exact_max};
+  const EstimatorInput sm{
+      store.sm_bucketing(), scratch.sm_cumulative, store.sm_total_weight(row), history, 0, 0};
 
   rec.history_s = history.history_s;
   rec.sample_count = st.sample_count;

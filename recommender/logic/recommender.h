@@ -16,7 +16,13 @@ struct RecommenderOptions {
   double vram_target_percentile = 0.98;
   double vram_lower_percentile = 0.50;
   double vram_upper_percentile = 0.99;
-  double safety_margin = 0.15;  // as VPA
+  double safety_margin = 0.15;  // as VPA, on the lower and upper bounds
+  // The target's margin follows the variation of the hourly peaks, (p98 - p50) / p98: a flat
+  // series gets the minimum, a swinging one up to the maximum (see README, "Choosing the VRAM
+  // target", for the backtests these come from).
+  double target_margin_min = 0.15;
+  double target_margin_gain = 0;
+  double target_margin_max = 0.15;
   // Below this no CUDA context fits; never recommend less.
   double min_vram_bytes = 256.0 * 1024 * 1024;
   // No recommendation (evidence only) with less history than this.

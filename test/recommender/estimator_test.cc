@@ -26,7 +26,7 @@ class EstimatorTest : public ::testing::Test {
  protected:
   EstimatorInput Input(HistoryEvidence history = {2 * 86400.0, 2880, 1440}, double floor = 0) {
     CumulativeWeights(weights_, cumulative_);
-    return EstimatorInput{layout_, cumulative_, total_, history, floor};
+    return EstimatorInput{layout_, cumulative_, total_, history, floor, 0};
   }
   Bucketing layout_ = Bucketing::Linear(1.0, 0.01);
   std::vector<double> weights_ = std::vector<double>(100, 0.0);
@@ -39,6 +39,30 @@ TEST_F(EstimatorTest, PercentileReadsTheHistogramBucketEnd) {
   EXPECT_DOUBLE_EQ(NewPercentileEstimator(0.5)->Estimate(Input()), 0.41);
   EXPECT_DOUBLE_EQ(NewPercentileEstimator(0.9)->Estimate(Input()), 0.81);
   EXPECT_DOUBLE_EQ(NewPercentileEstimator(1.0)->Estimate(Input()), 0.91);
+}
+
+TEST_F(EstimatorTest, TightPercentileNeverPassesTheLargestValueHeld) {
+  for (int b = 0; b < 10; ++b) AddToRow({weights_, &total_}, b * 10, 1.0);  // 0.00, 0.10, .. 0.90
+  EstimatorInput in = Input();
+  in.exact_max = 0.905;  // inside the top bucket [0.90, 0.91)
+  EXPECT_DOUBLE_EQ(NewTightPercentileEstimator(1.0)->Estimate(in), 0.905);
+  EXPECT_DOUBLE_EQ(NewTightPercentileEstimator(0.5)->Estimate(in), 0.41);  // below: unchanged
+  in.exact_max = 0;  // unknown: the bucket end
+  EXPECT_DOUBLE_EQ(NewTightPercentileEstimator(1.0)->Estimate(in), 0.91);
+}
+
+TEST_F(EstimatorTest, VariationMarginGrowsWithTheSpreadBetweenHighAndMid) {
+  // high 100, mid 60: variation 0.4; margin 0.05 + 0.5 x 0.4 = 0.25.
+  EXPECT_DOUBLE_EQ(WithVariationMargin(0.05, 0.5, 0.3, Constant(100), Constant(60), Constant(100))
+                       ->Estimate(Input()),
+                   125);
+  // Capped at the maximum, and a flat series gets the minimum.
+  EXPECT_DOUBLE_EQ(WithVariationMargin(0.05, 2, 0.3, Constant(100), Constant(60), Constant(100))
+                       ->Estimate(Input()),
+                   130);
+  EXPECT_DOUBLE_EQ(WithVariationMargin(0.05, 2, 0.3, Constant(100), Constant(100), Constant(100))
+                       ->Estimate(Input()),
+                   105);
 }
 
 TEST_F(EstimatorTest, MarginScalesTheBase) {

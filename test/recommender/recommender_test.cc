@@ -47,13 +47,32 @@ TEST(RecommenderTest, TargetIsNeverBelowTheLatestWindowPeak) {
   EXPECT_GE(r.vram_upper_bytes, r.vram_target_bytes);
 }
 
-TEST(RecommenderTest, TargetIsThePercentilePlusMarginForStableUsage) {
+TEST(RecommenderTest, TargetIsThePeakPlusMarginForStableUsageWithoutBucketRounding) {
+  // p98 falls in the bucket of the one value held: its end (up to 5 % above) is clipped to the
+  // value itself, so the margin is not stacked on a rounding.
   FleetStore store;
   const uint32_t w = TrackTestWorkload(store, "w");
   for (int h = 0; h < 72; ++h) store.AddSample(w, {kStart + h * kHour, 8 * kGiB, 0.3, false});
   const Recommendation r = Recommender().Recommend(store, w);
+  EXPECT_DOUBLE_EQ(r.vram_target_bytes, 8 * kGiB * 1.15);
+}
+
+TEST(RecommenderTest, TargetKeepsTheBucketEndBelowTheLargestPeakAndAfterAnOom) {
+  // 99 hours at 8 GiB and one at 20 GiB: p98 is in the 8 GiB bucket, whose end stands.
+  FleetStore store;
+  const uint32_t w = TrackTestWorkload(store, "w");
+  for (int h = 0; h < 100; ++h)
+    store.AddSample(w, {kStart + h * kHour, (h == 10 ? 20 : 8) * kGiB, 0.3, false});
   const Bucketing& b = store.vram_bucketing();
-  EXPECT_DOUBLE_EQ(r.vram_target_bytes, b.BucketEnd(b.FindBucket(8 * kGiB)) * 1.15);
+  EXPECT_DOUBLE_EQ(Recommender().Recommend(store, w).vram_target_bytes,
+                   b.BucketEnd(b.FindBucket(8 * kGiB)) * 1.15);
+  // A CUDA OOM puts a bumped peak (above any sample) into the histogram: nothing is clipped.
+  FleetStore oom_store;
+  const uint32_t o = TrackTestWorkload(oom_store, "o");
+  for (int h = 0; h < 72; ++h) oom_store.AddSample(o, {kStart + h * kHour, 8 * kGiB, 0.3, h == 71});
+  const double bumped = VramAfterCudaOom(8 * kGiB);
+  const Recommendation r = Recommender().Recommend(oom_store, o);
+  EXPECT_GE(r.vram_target_bytes, bumped);
 }
 
 TEST(RecommenderTest, FlagsFlatHighResidencyWithLowComputeAsPoolAllocator) {

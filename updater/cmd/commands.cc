@@ -240,6 +240,19 @@ int RunBacktestCommand(const std::vector<std::string>& args, std::ostream& out, 
   app->add_option("--now", now_text,
                   "the current time (Unix seconds or RFC 3339; default: the "
                   "clock): rows later than now + skew are refused");
+  recommender::RecommenderOptions& r = options.recommender;
+  app->add_option("--target-percentile", r.vram_target_percentile,
+                  "estimator design: percentile of the hourly VRAM peaks")
+      ->check(NumberInRange(0.5, 1));
+  app->add_option("--target-margin-min", r.target_margin_min,
+                  "estimator design: the target's margin for flat peaks")
+      ->check(NumberInRange(0, 1));
+  app->add_option("--target-margin-gain", r.target_margin_gain,
+                  "estimator design: margin added per unit of peak variation (p98 - p50) / p98")
+      ->check(NumberInRange(0, 10));
+  app->add_option("--target-margin-max", r.target_margin_max,
+                  "estimator design: the target's largest margin")
+      ->check(NumberInRange(0, 1));
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   const char* kBacktest = "gpuvpa backtest";
   if (!now_text.empty()) {
