@@ -3,34 +3,15 @@
 
 #include "core/base/time_format.h"
 #include "updater/backtest/backtest.h"
+#include "updater/report/text_format.h"
 
 namespace gpuvpa::updater {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-std::string Num(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string Esc(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '&')
-      out += "&amp;";
-    else if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
+std::string Num(double v, int digits) { return Fixed(v, digits); }
+std::string Esc(std::string_view text) { return HtmlEscape(text); }
 
 }  // namespace
 

@@ -69,6 +69,20 @@ Result<std::vector<std::string>> WriteReports(const ReportInput& input, const st
   return written;
 }
 
+struct Settings {
+  GpuvpaConfig config;
+  UpdaterPolicy policy;
+};
+
+// The config (prices, cost centers) and the update policy; an empty path gives the defaults.
+Result<Settings> LoadSettings(const std::string& config_path, const std::string& policy_path) {
+  Result<GpuvpaConfig> config = LoadConfigFile(config_path);
+  if (!config.ok()) return config.status();
+  Result<UpdaterPolicy> policy = LoadUpdaterPolicy(policy_path);
+  if (!policy.ok()) return policy.status();
+  return Settings{std::move(config).value(), std::move(policy).value()};
+}
+
 std::string PlanTable(const std::vector<PlannedAction>& actions) {
   std::string out;
   char line[512];
@@ -124,13 +138,13 @@ int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std:
     err << kPlan << ": " << formats.status().message() << "\n";
     return kExitUsage;
   }
-  Result<GpuvpaConfig> config = LoadConfigFile(config_path);
-  Result<UpdaterPolicy> policy = LoadUpdaterPolicy(policy_path);
-  for (const Status& s : {config.status(), policy.status()})
-    if (!s.ok()) {
-      err << kPlan << ": " << s.message() << "\n";
-      return kExitFailure;
-    }
+  Result<Settings> settings = LoadSettings(config_path, policy_path);
+  if (!settings.ok()) {
+    err << kPlan << ": " << settings.status().message() << "\n";
+    return kExitFailure;
+  }
+  const GpuvpaConfig* config = &settings->config;
+  const UpdaterPolicy* policy = &settings->policy;
 
   ReportInput input;
   input.generated_at_s = static_cast<int64_t>(UnixNowSeconds());
@@ -264,13 +278,13 @@ int RunBacktestCommand(const std::vector<std::string>& args, std::ostream& out, 
     options.replay.now_s = *now;
   }
   options.recommender.min_history_s = min_history_hours * 3600;
-  Result<GpuvpaConfig> config = LoadConfigFile(config_path);
-  Result<UpdaterPolicy> policy = LoadUpdaterPolicy(policy_path);
-  for (const Status& s : {config.status(), policy.status()})
-    if (!s.ok()) {
-      err << kBacktest << ": " << s.message() << "\n";
-      return kExitFailure;
-    }
+  Result<Settings> settings = LoadSettings(config_path, policy_path);
+  if (!settings.ok()) {
+    err << kBacktest << ": " << settings.status().message() << "\n";
+    return kExitFailure;
+  }
+  const GpuvpaConfig* config = &settings->config;
+  const UpdaterPolicy* policy = &settings->policy;
   options.cost_centers = config->cost_centers;
   Result<BacktestResult> result = RunBacktest(trace_path, GpuCatalog::BuiltIn(), config->prices,
                                               config->region, *policy, options);

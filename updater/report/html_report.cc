@@ -4,44 +4,15 @@
 #include "core/base/names.h"
 #include "core/base/time_format.h"
 #include "updater/report/report.h"
+#include "updater/report/text_format.h"
 
 namespace gpuvpa::updater {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-std::string Esc(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string Num(double v, int digits = 1) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+std::string Esc(std::string_view text) { return HtmlEscape(text); }
+std::string Num(double v, int digits = 1) { return Fixed(v, digits); }
 
 constexpr const char* kStyle = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}

@@ -4,17 +4,12 @@
 #include "core/base/names.h"
 #include "core/base/time_format.h"
 #include "updater/report/report.h"
+#include "updater/report/text_format.h"
 
 namespace gpuvpa::updater {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
 
 std::string Money(const PlannedAction& a, MicroUsd v) {
   return a.priced ? FormatUsd(v) : "no price";
