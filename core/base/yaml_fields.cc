@@ -9,7 +9,8 @@
 namespace gpuvpa {
 
 Status YamlField::Error(std::string_view why) const {
-  return InvalidArgumentError(std::string(doc) + " " + where + ": " + std::string(why));
+  return InvalidArgumentError(std::string(doc) + (where.empty() ? "" : " " + where) + ": " +
+                              std::string(why));
 }
 
 Status YamlField::CheckKeys(const YAML::Node& node,

@@ -2,6 +2,7 @@
 #include "updater/cmd/commands.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <sstream>
@@ -137,6 +138,16 @@ int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std:
   if (!formats.ok()) {
     err << kPlan << ": " << formats.status().message() << "\n";
     return kExitUsage;
+  }
+  if (!report_dir.empty()) {
+    // Before any work: a report that cannot be written fails now, not after the ledger rows.
+    std::error_code ec;
+    std::filesystem::create_directories(report_dir, ec);
+    if (ec || ::access(report_dir.c_str(), W_OK) != 0) {
+      err << kPlan << ": --report " << report_dir << ": "
+          << (ec ? ec.message() : std::string("not writable")) << "\n";
+      return kExitFailure;
+    }
   }
   Result<Settings> settings = LoadSettings(config_path, policy_path);
   if (!settings.ok()) {
