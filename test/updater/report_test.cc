@@ -178,6 +178,17 @@ TEST_F(PlanReportTest, RecommendationsJsonIsAcceptedAndHostileOnesAreRefusedByFi
 
   EXPECT_EQ(Run(RunPlanCommand, {"--checkpoint", dir_.Path("ckpt"), "--format", "pdf"}), 2);
   EXPECT_NE(err_.str().find("\"pdf\""), std::string::npos);
+  EXPECT_EQ(Run(RunPlanCommand, {"--checkpoint", dir_.Path("ckpt"), "--format", ""}), 2);
+
+  // A VRAM figure above the device's memory is refused, naming the field and the model.
+  text = *ReadWholeFile(dir_.Path("recs.json"));
+  const size_t peak = text.find("\"vram_history_peak_bytes\"");
+  ASSERT_NE(peak, std::string::npos);
+  text.replace(peak, text.find(',', peak) - peak, "\"vram_history_peak_bytes\": 9e14");
+  ASSERT_TRUE(WriteFileAtomically(dir_.Path("huge.json"), text).ok());
+  EXPECT_EQ(Run(RunPlanCommand, {"--recommendations", dir_.Path("huge.json")}), 1);
+  EXPECT_NE(err_.str().find("vram_history_peak_bytes: 9e+14 is above the"), std::string::npos)
+      << err_.str();
   EXPECT_EQ(Run(RunPlanCommand, {"--report", dir_.Path("r")}), 2);  // no source
   EXPECT_EQ(Run(RunPlanCommand, {"--help"}), 0);
   EXPECT_NE(out_.str().find("--recommendations"), std::string::npos);

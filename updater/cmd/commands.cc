@@ -41,6 +41,8 @@ Result<ReportFormats> ParseFormats(const std::string& text) {
     else
       return InvalidArgumentError("--format: \"" + item + "\" is not one of html, md, json, csv");
   }
+  if (!f.html && !f.md && !f.json && !f.csv)
+    return InvalidArgumentError("--format: name at least one of html, md, json, csv");
   return f;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/base/names.h"
+#include "core/gpu/gpu_catalog.h"
 #include "recommender/model/fleet_store.h"
 
 namespace gpuvpa::updater {
@@ -47,6 +48,14 @@ Status CheckRecommendation(const v1::Recommendation& r, size_t index) {
     if (!std::isfinite(v) || v < 0 || v > 1e12)
       return InvalidArgumentError(where + "." + field + ": " + FormatNumber(v) +
                                   " is not a finite non-negative number");
+  // No VRAM figure above what the device holds (samples above it are refused at ingest).
+  if (Result<const GpuModel*> model = GpuCatalog::BuiltIn().FindModel(r.identity().gpu_model());
+      model.ok())
+    for (const auto& [field, v] : bytes)
+      if (v > (*model)->memory_bytes)
+        return InvalidArgumentError(where + "." + field + ": " + FormatNumber(v) +
+                                    " is above the " + (*model)->name + "'s " +
+                                    FormatNumber((*model)->memory_bytes) + " bytes");
   if (r.vram_limit_bytes() > 0 && r.vram_target_bytes() > r.vram_limit_bytes())
     return InvalidArgumentError(where +
                                 ".vram_target_bytes: " + FormatNumber(r.vram_target_bytes()) +
