@@ -194,14 +194,14 @@ std::string WorkloadCard(const PlannedAction& a, const std::optional<WorkloadCha
         std::max({a.to_vram_capacity_bytes, r.vram_target_bytes(), r.vram_history_peak_bytes()});
     for (const auto& b : charts->vram)
       if (b.weight > 0) x_max = std::max(x_max, b.to);
-    html +=
-        Histogram("VRAM peaks per hour (decayed weight)", charts->vram, x_max * 1.08, kGiB, "GiB",
-                  {{r.vram_target_bytes(), "target " + Num(r.vram_target_bytes() / kGiB) + " GiB",
-                    "#c0392b", "5,3"},
-                   {a.to_vram_capacity_bytes,
-                    "capacity " + Num(a.to_vram_capacity_bytes / kGiB) + " GiB", "#1f5fbf", ""}});
     html += Histogram(
-        "SM activity (share of samples)", charts->sm, 1.0, 0.01, "%",
+        "VRAM peaks per hour, GiB (decayed weight)", charts->vram, x_max * 1.08, kGiB, "GiB",
+        {{r.vram_target_bytes(), "target " + Num(r.vram_target_bytes() / kGiB) + " GiB", "#c0392b",
+          "5,3"},
+         {a.to_vram_capacity_bytes, "capacity " + Num(a.to_vram_capacity_bytes / kGiB) + " GiB",
+          "#1f5fbf", ""}});
+    html += Histogram(
+        "SM activity, % (share of samples)", charts->sm, 1.0, 0.01, "%",
         {{r.sm_p90_ratio(), "p90 " + Num(r.sm_p90_ratio() * 100, 0) + " %", "#c0392b", "5,3"}});
     html += ActivityStrip(*charts) + "</div>";
   } else {
