@@ -88,6 +88,21 @@ void BM_FleetStoreAddSample(benchmark::State& state) {
 BENCHMARK(BM_FleetStoreAddSample);
 
 // End to end: mmap the CSV, parse, resolve identities, ingest. 30 days of the demo fleet.
+// One percentile query on a filled VRAM histogram (176 buckets, a week of lognormal hourly
+// peaks): what the daemon's Get answers, and what VPA's histogram.Percentile does.
+void BM_SinglePercentile(benchmark::State& state) {
+  const Bucketing layout = Bucketing::Exponential(1e12, 1e7, 1.05);
+  DecayingHistogram h(layout, 86400);
+  const std::vector<double> values = RandomValues(7 * 24, false);
+  for (size_t i = 0; i < values.size(); ++i) h.AddSample(values[i], 1, kStart + 3600.0 * i);
+  double p = 0.98;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(p);
+    benchmark::DoNotOptimize(h.Percentile(p));
+  }
+}
+BENCHMARK(BM_SinglePercentile);
+
 void BM_TraceReplay(benchmark::State& state) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("gpuvpa-bench-trace-" + std::to_string(::getpid()) + ".csv"))

@@ -36,6 +36,9 @@ void SubtractFromRow(HistogramRow row, int bucket, double weight);
 void CumulativeWeights(std::span<const double> weights, std::span<double> cumulative);
 // The first bucket where the cumulative weight reaches p * total; -1 when the row is empty.
 int PercentileBucket(std::span<const double> cumulative, double total_weight, double p);
+// PercentileBucket of a row's weights, in one pass without a buffer (a single query: the
+// daemon's Get): the same bucket as PercentileBucket over CumulativeWeights, bit for bit.
+int PercentileBucketOfRow(std::span<const double> weights, double total_weight, double p);
 // The conservative p-percentile of a row: the END of the percentile bucket (0 when empty).
 // For one-off use; passes over many percentiles compute CumulativeWeights once.
 double PercentileValue(const Bucketing& bucketing, std::span<const double> weights,

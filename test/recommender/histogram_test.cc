@@ -120,5 +120,35 @@ TEST(DecayingHistogramTest, TinyWeightsAreRaisedToTheMinimumSampleWeight) {
   EXPECT_DOUBLE_EQ(h.total_weight(), kMinSampleWeight);
 }
 
+// The one-pass query picks the very bucket the running-sum search picks, including when the
+// stored total is a little above or below the sum of the weights, for tiny weights that do not
+// move a large sum, empty rows and p at the ends.
+TEST(PercentileBucketTest, OnePassQueryMatchesTheRunningSumSearchBitForBit) {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::vector<double> weights(176), cumulative(176);
+  size_t checked = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::fill(weights.begin(), weights.end(), 0.0);
+    const int filled = static_cast<int>(rng() % 12);
+    for (int i = 0; i < filled; ++i) {
+      const double w = rng() % 5 == 0 ? 1e-18 : std::exp2(60 * unit(rng) - 20);
+      weights[rng() % weights.size()] += w;
+    }
+    double sum = 0;
+    for (double w : weights) sum += w;
+    const double totals[] = {sum, sum * (1 + 1e-12), sum * (1 - 1e-12), sum * 1.5, 0, 5e-5};
+    const double ps[] = {0, 1e-9, 0.5, 0.9, 0.98, 0.99, 1.0, 1.0 + 1e-9};
+    CumulativeWeights(weights, cumulative);
+    for (double total : totals)
+      for (double p : ps) {
+        ASSERT_EQ(PercentileBucketOfRow(weights, total, p), PercentileBucket(cumulative, total, p))
+            << "round " << round << " total " << total << " p " << p;
+        ++checked;
+      }
+  }
+  EXPECT_EQ(checked, 20000u * 6 * 8);
+}
+
 }  // namespace
 }  // namespace gpuvpa::recommender
