@@ -87,6 +87,48 @@ void BM_FleetStoreAddSample(benchmark::State& state) {
 }
 BENCHMARK(BM_FleetStoreAddSample);
 
+// The same path at fleet scale in the two orders samples arrive in: a trace interleaves rows
+// of every workload at each timestamp (arg 1 = 0); Prometheus returns one series at a time, a
+// day of samples each (arg 1 = 1). Arg 0: workloads.
+void BM_FleetStoreAddSampleOrder(benchmark::State& state) {
+  FleetStore store;
+  const GpuModel& model = **GpuCatalog::BuiltIn().FindModel("H100-80GB");
+  const AllocationUnit unit =
+      *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu=1"), model);
+  const auto workloads = static_cast<uint32_t>(state.range(0));
+  const bool grouped = state.range(1) == 1;
+  store.Reserve(workloads);
+  for (uint32_t w = 0; w < workloads; ++w) {
+    v1::WorkloadIdentity id;
+    id.set_namespace_name("ns");
+    id.set_owner_kind("Deployment");
+    id.set_owner_name("w" + std::to_string(w));
+    id.set_container("c");
+    store.Track(id, unit);
+  }
+  const std::vector<double> vram = RandomValues(1 << 16, false);
+  const std::vector<double> sm = RandomValues(1 << 16, true);
+  constexpr uint32_t kSamplesPerSeries = 1440;
+  uint32_t w = 0, k = 0;
+  size_t i = 0;
+  double day = 0;
+  for (auto _ : state) {
+    store.AddSample(w, {kStart + day + 60.0 * k, vram[i], sm[i], false});
+    i = (i + 1) & 0xFFFF;
+    if (grouped) {
+      if (++k == kSamplesPerSeries) {
+        k = 0;
+        if (++w == workloads) w = 0, day += 86400;
+      }
+    } else if (++w == workloads) {
+      w = 0;
+      if (++k == kSamplesPerSeries) k = 0, day += 86400;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_FleetStoreAddSampleOrder)->Args({100000, 0})->Args({100000, 1})->MinTime(2);
+
 // End to end: mmap the CSV, parse, resolve identities, ingest. 30 days of the demo fleet.
 // One percentile query on a filled VRAM histogram (176 buckets, a week of lognormal hourly
 // peaks): what the daemon's Get answers, and what VPA's histogram.Percentile does.

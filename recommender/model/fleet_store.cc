@@ -61,7 +61,10 @@ FleetStore::FleetStore(FleetStoreOptions options)
       sm_bucketing_(Bucketing::Linear(1.0, options.sm_bucket_width)),
       clock_(options.half_life_s),
       vram_stride_(static_cast<size_t>(vram_bucketing_.num_buckets())),
-      sm_stride_(static_cast<size_t>(sm_bucketing_.num_buckets())) {}
+      sm_stride_(static_cast<size_t>(sm_bucketing_.num_buckets())),
+      inverse_sample_period_(options_.sample_period_s > 0 ? 1.0 / options_.sample_period_s : 1.0) {
+  ClearFactorCache();
+}
 
 void FleetStore::Reserve(size_t workloads) {
   states_.reserve(workloads);
@@ -117,7 +120,7 @@ HistogramRow FleetStore::mutable_sm_row(uint32_t row) {
 
 void FleetStore::set_reference_time_s(double reference_time_s) {
   clock_ = DecayClock(options_.half_life_s, reference_time_s);
-  cached_factor_time_s_ = std::numeric_limits<double>::quiet_NaN();
+  ClearFactorCache();
 }
 
 void FleetStore::ApplyDecayShift(double time_s) {
@@ -128,15 +131,20 @@ void FleetStore::ApplyDecayShift(double time_s) {
   ScaleAll(sm_weights_, scale);
   ScaleAll(vram_totals_, scale);
   ScaleAll(sm_totals_, scale);
-  cached_factor_time_s_ = std::numeric_limits<double>::quiet_NaN();
+  ClearFactorCache();
 }
 
+void FleetStore::ClearFactorCache() { factor_cache_.assign(kFactorCacheSlots, FactorSlot{}); }
+
 double FleetStore::FactorAt(double time_s) {
-  if (time_s != cached_factor_time_s_) {
-    cached_factor_ = clock_.Factor(time_s);
-    cached_factor_time_s_ = time_s;
+  // Times are within [2000, 2100) (IsValidSample), so the index fits an int64.
+  const auto index = static_cast<uint64_t>(static_cast<int64_t>(time_s * inverse_sample_period_));
+  FactorSlot& slot = factor_cache_[index % kFactorCacheSlots];
+  if (slot.time_s != time_s) {
+    slot.factor = clock_.Factor(time_s);
+    slot.time_s = time_s;
   }
-  return cached_factor_;
+  return slot.factor;
 }
 
 bool DeviceCursor::Busy(double min_active_share, double min_vram_bytes) const {
@@ -145,23 +153,12 @@ bool DeviceCursor::Busy(double min_active_share, double min_vram_bytes) const {
           static_cast<double>(active_samples) >= min_active_share * static_cast<double>(samples));
 }
 
-void HourlyActivity::Add(double time_s, bool is_active) {
-  const auto hour = static_cast<int64_t>(std::floor(time_s / 3600));
-  if (latest_hour < 0) latest_hour = hour;
-  if (hour > latest_hour) {
-    // Hours between the old newest and this one had no sample: clear their slots (a week at
-    // most, so a long gap costs no more than one lap).
-    for (int64_t h = latest_hour + 1; h <= std::min(hour, latest_hour + kActivityHours); ++h) {
-      samples[h % kActivityHours] = 0;
-      active[h % kActivityHours] = 0;
-    }
-    latest_hour = hour;
+void HourlyActivity::AdvanceTo(int64_t hour) {
+  for (int64_t h = latest_hour + 1; h <= std::min(hour, latest_hour + kActivityHours); ++h) {
+    samples[h % kActivityHours] = 0;
+    active[h % kActivityHours] = 0;
   }
-  if (hour <= latest_hour - kActivityHours) return;  // older than the week held
-  const size_t slot = static_cast<size_t>(hour % kActivityHours);
-  if (samples[slot] == UINT16_MAX) return;  // saturated: the share stays that of the first 65535
-  ++samples[slot];
-  if (is_active) ++active[slot];
+  latest_hour = hour;
 }
 
 int HourlyActivity::ObservedHours() const {
@@ -298,7 +295,7 @@ void FleetStore::AddVramPeak(uint32_t row, WorkloadState& st, double time_s, dou
   if (value_bytes <= st.vram_window_peak_bytes) return;
   // A higher sample in the same window replaces the window's peak; the peak is stamped at the
   // window start so that replacing it removes exactly what was added.
-  const double weight = clock_.Factor(window_start);
+  const double weight = FactorAt(window_start);
   HistogramRow hist = mutable_vram_row(row);
   if (st.vram_window_peak_bytes >= 0)
     SubtractFromRow(hist, vram_bucketing_.FindBucket(st.vram_window_peak_bytes), weight);

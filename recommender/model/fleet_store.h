@@ -90,7 +90,20 @@ struct HourlyActivity {
   std::array<uint16_t, kActivityHours> samples{};
   std::array<uint16_t, kActivityHours> active{};
 
-  void Add(double time_s, bool is_active);
+  // Inline: on every sample's path.
+  void Add(double time_s, bool is_active) {
+    const auto hour = static_cast<int64_t>(time_s / 3600);  // times are positive: floor
+    if (latest_hour < 0) latest_hour = hour;
+    if (hour > latest_hour) AdvanceTo(hour);
+    if (hour <= latest_hour - kActivityHours) return;  // older than the week held
+    const size_t slot = static_cast<size_t>(hour % kActivityHours);
+    if (samples[slot] == UINT16_MAX) return;  // saturated: the share of the first 65535 stays
+    ++samples[slot];
+    active[slot] += is_active;
+  }
+  // Hours between the newest held and `hour` had no sample: clears their slots (a week at
+  // most, so a long gap costs no more than one lap).
+  void AdvanceTo(int64_t hour);
   // Hours with at least one sample, and those of them without an active sample.
   int ObservedHours() const;
   int IdleHours() const;
@@ -231,10 +244,19 @@ class FleetStore {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, uint32_t, KeyHash, std::equal_to<>> index_;
-  // The decay factor of the most recent sample time: trace rows come in timestamp order, so
-  // most samples reuse it.
-  double cached_factor_time_s_ = std::numeric_limits<double>::quiet_NaN();
-  double cached_factor_ = 1;
+  // Decay factors by time, direct-mapped on the sample-period index: a trace interleaves every
+  // series at each timestamp and Prometheus sends one series after another over the same scrape
+  // times, so in both orders nearly every sample finds its factor here instead of calling exp2.
+  // The same function of the same time: cached or not, the factor is the same double. Cleared
+  // when the reference time moves.
+  struct FactorSlot {
+    double time_s = std::numeric_limits<double>::quiet_NaN();
+    double factor = 1;
+  };
+  static constexpr size_t kFactorCacheSlots = 2048;  // 34 h of one-minute samples
+  void ClearFactorCache();
+  std::vector<FactorSlot> factor_cache_;
+  double inverse_sample_period_ = 1;
   double newest_sample_s_ = 0;
   std::unordered_map<std::string, double> ledger_charge_marks_;
 };
