@@ -124,12 +124,12 @@ void SaveWorkload(const FleetStore& store, uint32_t row, v1::WorkloadCheckpoint*
     d->set_active_samples(c.active_samples);
     d->set_vram_peak_bytes(c.vram_peak_bytes);
   }
-  if (st.activity.latest_hour >= 0) {
+  if (const HourlyActivity activity = st.Activity(); activity.latest_hour >= 0) {
     v1::HourlyActivityCheckpoint* a = out->mutable_activity();
-    a->set_latest_hour(st.activity.latest_hour);
+    a->set_latest_hour(activity.latest_hour);
     for (int i = 0; i < kActivityHours; ++i) {
-      a->add_samples(st.activity.samples[i]);
-      a->add_active(st.activity.active[i]);
+      a->add_samples(activity.samples[i]);
+      a->add_active(activity.active[i]);
     }
   }
 }

@@ -115,9 +115,10 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row,
                                  static_cast<double>(std::max<size_t>(1, DevicesPerPod(st))) *
                                  history.history_s;
   rec.average_pods = pod_gpu_seconds > 0 ? st.allocated_gpu_seconds / pod_gpu_seconds : 0;
-  const int observed_hours = st.activity.ObservedHours();
+  const HourlyActivity activity = st.Activity();
+  const int observed_hours = activity.ObservedHours();
   rec.idle_hours_ratio =
-      observed_hours > 0 ? static_cast<double>(st.activity.IdleHours()) / observed_hours : 0;
+      observed_hours > 0 ? static_cast<double>(activity.IdleHours()) / observed_hours : 0;
 
   const double p98 = vram_p98_->Estimate(vram);
   // Percentiles return a bucket's end, which may pass the device's memory; only a p98 whose

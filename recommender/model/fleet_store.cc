@@ -153,6 +153,18 @@ bool DeviceCursor::Busy(double min_active_share, double min_vram_bytes) const {
           static_cast<double>(active_samples) >= min_active_share * static_cast<double>(samples));
 }
 
+void HourlyActivity::AddCounts(int64_t hour, uint32_t count, uint32_t active_count) {
+  if (count == 0) return;
+  if (latest_hour < 0) latest_hour = hour;
+  if (hour > latest_hour) AdvanceTo(hour);
+  if (hour <= latest_hour - kActivityHours) return;  // older than the week held
+  const size_t slot = static_cast<size_t>(hour % kActivityHours);
+  const uint32_t room = UINT16_MAX - samples[slot];  // saturated: the first 65535 stand
+  const uint32_t added = std::min(count, room);
+  samples[slot] = static_cast<uint16_t>(samples[slot] + added);
+  active[slot] = static_cast<uint16_t>(active[slot] + std::min(active_count, added));
+}
+
 void HourlyActivity::AdvanceTo(int64_t hour) {
   for (int64_t h = latest_hour + 1; h <= std::min(hour, latest_hour + kActivityHours); ++h) {
     samples[h % kActivityHours] = 0;
@@ -260,7 +272,7 @@ bool FleetStore::AddSample(uint32_t row, const GpuSample& sample, bool chargeabl
     st.pending_used_sm_gpu_seconds += used_sm_gpu_seconds;
   }
   st.vram_history_peak_bytes = std::max(st.vram_history_peak_bytes, sample.vram_bytes);
-  st.activity.Add(t, !idle);
+  st.AddActivity(t, !idle);
   if (!idle) {
     st.active_seconds += dt;
     const double gap_start = std::isnan(st.last_active_s) ? st.first_seen_s : st.last_active_s;

@@ -90,17 +90,9 @@ struct HourlyActivity {
   std::array<uint16_t, kActivityHours> samples{};
   std::array<uint16_t, kActivityHours> active{};
 
-  // Inline: on every sample's path.
-  void Add(double time_s, bool is_active) {
-    const auto hour = static_cast<int64_t>(time_s / 3600);  // times are positive: floor
-    if (latest_hour < 0) latest_hour = hour;
-    if (hour > latest_hour) AdvanceTo(hour);
-    if (hour <= latest_hour - kActivityHours) return;  // older than the week held
-    const size_t slot = static_cast<size_t>(hour % kActivityHours);
-    if (samples[slot] == UINT16_MAX) return;  // saturated: the share of the first 65535 stays
-    ++samples[slot];
-    active[slot] += is_active;
-  }
+  // Adds `count` samples of one hour, `active_count` of them active (slots saturate at 65535
+  // samples, active never above samples).
+  void AddCounts(int64_t hour, uint32_t count, uint32_t active_count);
   // Hours between the newest held and `hour` had no sample: clears their slots (a week at
   // most, so a long gap costs no more than one lap).
   void AdvanceTo(int64_t hour);
@@ -134,8 +126,11 @@ struct WorkloadState {
   double allocated_gpu_seconds = 0;
   double used_vram_gpu_seconds = 0;
   double used_sm_gpu_seconds = 0;
-  uint32_t cuda_oom_count = 0;
-  bool shared_device_estimate = false;  // usage split between the pods of one device
+  // The hour being filled (see HourlyActivity): counted here, next to what every sample writes
+  // anyway, and moved into the week's ring once per hour, so a sample touches no ring line.
+  int32_t open_hour = -1;  // Unix hours (fits until the year 2245); -1: none
+  uint16_t open_hour_samples = 0;
+  uint16_t open_hour_active = 0;
   double vram_previous_window_peak_bytes = -1;
   double vram_history_peak_bytes = 0;  // the largest VRAM sample since tracking began
   // Device time ingested but not yet charged to the ledger, and the span of its samples; the
@@ -146,9 +141,33 @@ struct WorkloadState {
   double pending_allocated_gpu_seconds = 0;
   double pending_used_vram_gpu_seconds = 0;
   double pending_used_sm_gpu_seconds = 0;
+  uint32_t cuda_oom_count = 0;
+  bool shared_device_estimate = false;  // usage split between the pods of one device
   v1::WorkloadIdentity identity;
   std::vector<DeviceCursor> devices;
-  HourlyActivity activity;
+  HourlyActivity activity;  // closed hours; read through Activity()
+
+  // One sample's activity: into the open hour, or the ring for an hour behind it.
+  void AddActivity(double time_s, bool is_active) {
+    const auto hour = static_cast<int32_t>(time_s / 3600);  // times are positive: floor
+    if (hour == open_hour && open_hour_samples < UINT16_MAX) {
+      ++open_hour_samples;
+      open_hour_active += is_active;
+    } else if (hour > open_hour) {
+      if (open_hour >= 0) activity.AddCounts(open_hour, open_hour_samples, open_hour_active);
+      open_hour = hour;
+      open_hour_samples = 1;
+      open_hour_active = is_active;
+    } else {
+      activity.AddCounts(hour, 1, is_active);
+    }
+  }
+  // The week of activity with the open hour included.
+  HourlyActivity Activity() const {
+    HourlyActivity a = activity;
+    if (open_hour >= 0) a.AddCounts(open_hour, open_hour_samples, open_hour_active);
+    return a;
+  }
 };
 
 // Kubernetes name rules for namespace, owner kind, owner name and container; the cost center

@@ -21,6 +21,33 @@ double VramP(const FleetStore& s, uint32_t row, double p) {
   return PercentileValue(s.vram_bucketing(), s.vram_weights(row), s.vram_total_weight(row), p);
 }
 
+// A week of activity by hour: two series of one workload, one an hour behind the other at the
+// boundary, idle hours counted, a day-long gap cleared, a week later the old hours gone.
+TEST(FleetStoreTest, KeepsAWeekOfHourlyActivityWhateverTheSeriesOrder) {
+  FleetStore store;
+  const uint32_t w = TrackTestWorkload(store, "w");
+  const double t0 = std::floor(kStart / kHour) * kHour;
+  for (int m = 0; m < 60; ++m) {  // hour 0: active in 6 of 120 samples
+    store.AddSample(w, {t0 + 60.0 * m, kGiB, m % 10 == 0 ? 0.9 : 0.0, false});
+    store.AddSample(w, {t0 + 60.0 * m, kGiB, 0.0, false});
+  }
+  store.AddSample(w, {t0 + 2 * kHour, kGiB, 0.0, false});    // hour 2: idle
+  store.AddSample(w, {t0 + 3600.0 - 60, kGiB, 0.9, false});  // a late sample of hour 0
+  store.AddSample(w, {t0 + 5 * kHour, kGiB, 0.5, false});    // hour 5: active
+  HourlyActivity a = store.state(w).Activity();
+  EXPECT_EQ(a.latest_hour, static_cast<int64_t>(t0 / kHour) + 5);
+  EXPECT_EQ(a.ObservedHours(), 3);
+  EXPECT_EQ(a.IdleHours(), 1);
+  const size_t h0 = static_cast<size_t>(static_cast<int64_t>(t0 / kHour) % kActivityHours);
+  EXPECT_EQ(a.samples[h0], 121);
+  EXPECT_EQ(a.active[h0], 7);
+  // Eight days later only the new hour is in the week.
+  store.AddSample(w, {t0 + 8 * 24 * kHour, kGiB, 0.0, false});
+  a = store.state(w).Activity();
+  EXPECT_EQ(a.ObservedHours(), 1);
+  EXPECT_EQ(a.IdleHours(), 1);
+}
+
 TEST(FleetStoreTest, KeepsOnePeakPerVramWindow) {
   FleetStore store;
   const uint32_t w = TrackTestWorkload(store, "w");

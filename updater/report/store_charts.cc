@@ -37,7 +37,7 @@ WorkloadCharts ChartsOf(const recommender::FleetStore& store, uint32_t row) {
   WorkloadCharts c;
   c.vram = Bars(store.vram_bucketing(), store.vram_weights(row), store.vram_total_weight(row));
   c.sm = Bars(store.sm_bucketing(), store.sm_weights(row), store.sm_total_weight(row));
-  const recommender::HourlyActivity& a = store.state(row).activity;
+  const recommender::HourlyActivity a = store.state(row).Activity();
   c.latest_hour = a.latest_hour;
   if (a.latest_hour < 0) return c;
   c.hourly_active_ratio.resize(recommender::kActivityHours);
