@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <limits>
 
 namespace gpuvpa {
 namespace {
@@ -55,6 +57,10 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
 }
 
 Result<std::string> ReadWholeFile(const std::string& path) {
+  return ReadFilePrefix(path, std::numeric_limits<size_t>::max());
+}
+
+Result<std::string> ReadFilePrefix(const std::string& path, size_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return NotFoundError("no such file: " + path);
@@ -62,10 +68,11 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   }
   std::string out;
   struct stat sb {};
-  if (::fstat(fd, &sb) == 0 && sb.st_size > 0) out.reserve(static_cast<size_t>(sb.st_size));
+  if (::fstat(fd, &sb) == 0 && sb.st_size > 0)
+    out.reserve(std::min(static_cast<size_t>(sb.st_size), max_bytes));
   char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+  while (out.size() < max_bytes) {
+    ssize_t n = ::read(fd, buf, std::min(sizeof buf, max_bytes - out.size()));
     if (n < 0) {
       if (errno == EINTR) continue;
       int err = errno;

@@ -14,6 +14,9 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents);
 
 // Reads a whole file. NOT_FOUND when it does not exist.
 Result<std::string> ReadWholeFile(const std::string& path);
+// At most the first `max_bytes` bytes (all of a shorter file): enough to tell a format apart
+// without holding the whole file.
+Result<std::string> ReadFilePrefix(const std::string& path, size_t max_bytes);
 
 bool FileExists(const std::string& path);
 

@@ -198,16 +198,22 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   }
 
   bool exposition = trace_format == "openmetrics";
+  if (trace_format == "auto") {
+    // The first 64 KiB tell the formats apart; a CSV is then streamed from its mapping.
+    Result<std::string> prefix = ReadFilePrefix(trace_path, 64 << 10);
+    if (!prefix.ok()) {
+      err << "trace: " << trace_path << ": " << prefix.status().message() << "\n";
+      return kExitFailure;
+    }
+    exposition = LooksLikeExpositionText(*prefix);
+  }
   Result<std::string> text("");
-  if (trace_format != "csv") {
+  if (exposition) {
     text = ReadWholeFile(trace_path);
     if (!text.ok()) {
       err << "trace: " << trace_path << ": " << text.status().message() << "\n";
       return kExitFailure;
     }
-    exposition = exposition || LooksLikeExpositionText(*text);
-  }
-  if (exposition) {
     // Samples without their own timestamp (a live scrape) are taken at --now.
     Result<ExpositionParse> parsed = ParseExpositionText(*text, {TimestampUnit::kAuto, now_s});
     if (!parsed.ok()) {
@@ -226,7 +232,6 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
     DcgmIngester ingester(store, GpuCatalog::BuiltIn(), dcgm);
     PrintDcgmReport(trace_path, ingester.Ingest(parsed->series), err);
   } else {
-    text = std::string();  // the CSV replayer maps the file itself
     TraceReplayer replayer(store, GpuCatalog::BuiltIn(), config->cost_centers, replay_options);
     Result<TraceReplayReport> report = replayer.ReplayFile(trace_path);
     if (!report.ok()) {

@@ -117,6 +117,10 @@ TraceReplayer::TraceReplayer(FleetStore& store, const GpuCatalog& catalog,
 }
 
 Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
+  return Replay(csv, false);
+}
+
+Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool release_consumed) {
   if (csv.starts_with(kUtf8Bom)) csv.remove_prefix(kUtf8Bom.size());
   size_t pos = 0;
   const std::string_view header = NextLine(csv, pos);
@@ -164,7 +168,17 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
            std::string(kColumnNames[c]) + " \"" + std::string(field(c)) + "\" " + why);
   };
 
+  // Pages already replayed go back in steps of kReleaseStep (only ever whole pages behind the
+  // current row: nothing of them is read again; issues and caches hold copies).
+  constexpr size_t kReleaseStep = 16 << 20;
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t released = 0;
   while (pos < csv.size()) {
+    if (release_consumed && pos - released >= kReleaseStep) {
+      const size_t upto = pos / page * page;
+      ::madvise(const_cast<char*>(csv.data()) + released, upto - released, MADV_DONTNEED);
+      released = upto;
+    }
     ++line_no;
     const std::string_view line = NextLine(csv, pos);
     if (line.empty()) continue;
@@ -368,7 +382,7 @@ Result<TraceReplayReport> TraceReplayer::ReplayFile(const std::string& path) {
   if (data == MAP_FAILED) return ErrnoError("mmap trace " + path, err);
   ::madvise(data, size, MADV_SEQUENTIAL);
   Result<TraceReplayReport> report =
-      ReplayText(std::string_view(static_cast<const char*>(data), size));
+      Replay(std::string_view(static_cast<const char*>(data), size), true);
   ::munmap(data, size);
   return report;
 }

@@ -87,6 +87,11 @@ class TraceReplayer {
     std::string cost_center;
   };
 
+  // The replay proper; `release_consumed`: `csv` is a private file mapping whose pages behind
+  // the current row are handed back to the kernel as the replay goes (peak RSS stays bounded
+  // whatever the file's size).
+  Result<TraceReplayReport> Replay(std::string_view csv, bool release_consumed);
+
   FleetStore& store_;
   const GpuCatalog& catalog_;
   CostCenterRules cost_centers_;

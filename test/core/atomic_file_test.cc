@@ -39,5 +39,16 @@ TEST_F(AtomicFileTest, WritingIntoAMissingDirectoryFailsWithThePath) {
   EXPECT_NE(s.message().find("no-such-dir"), std::string::npos) << s.message();
 }
 
+TEST(ReadFilePrefixTest, ReadsAtMostTheBytesAskedFor) {
+  testing::ScopedTempDir dir;
+  const std::string path = dir.Path("f");
+  const std::string text(200000, 'x');
+  ASSERT_TRUE(WriteFileAtomically(path, text).ok());
+  EXPECT_EQ(ReadFilePrefix(path, 70000)->size(), 70000u);
+  EXPECT_EQ(ReadFilePrefix(path, 1 << 20)->size(), 200000u);
+  EXPECT_EQ(*ReadWholeFile(path), text);
+  EXPECT_EQ(ReadFilePrefix(dir.Path("missing"), 10).status().code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace gpuvpa
