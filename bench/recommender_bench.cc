@@ -54,15 +54,13 @@ void BM_HistogramAddSample(benchmark::State& state) {
 }
 BENCHMARK(BM_HistogramAddSample)->Arg(0)->Arg(1);
 
-// The store's full per-sample path (SM histogram, VRAM window peak, accounting) over 10,000
-// workloads sampled at the same scrape timestamps.
-void BM_FleetStoreAddSample(benchmark::State& state) {
-  FleetStore store;
+// Tracks `n` workload-containers on whole H100s.
+void TrackFleet(FleetStore& store, uint32_t n) {
   const GpuModel& model = **GpuCatalog::BuiltIn().FindModel("H100-80GB");
   const AllocationUnit unit =
       *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu=1"), model);
-  constexpr uint32_t kWorkloads = 10000;
-  for (uint32_t w = 0; w < kWorkloads; ++w) {
+  store.Reserve(n);
+  for (uint32_t w = 0; w < n; ++w) {
     v1::WorkloadIdentity id;
     id.set_namespace_name("ns");
     id.set_owner_kind("Deployment");
@@ -70,6 +68,14 @@ void BM_FleetStoreAddSample(benchmark::State& state) {
     id.set_container("c");
     store.Track(id, unit);
   }
+}
+
+// The store's full per-sample path (SM histogram, VRAM window peak, accounting) over 10,000
+// workloads sampled at the same scrape timestamps.
+void BM_FleetStoreAddSample(benchmark::State& state) {
+  FleetStore store;
+  constexpr uint32_t kWorkloads = 10000;
+  TrackFleet(store, kWorkloads);
   const std::vector<double> vram = RandomValues(1 << 16, false);
   const std::vector<double> sm = RandomValues(1 << 16, true);
   uint32_t w = 0;
@@ -92,20 +98,9 @@ BENCHMARK(BM_FleetStoreAddSample);
 // day of samples each (arg 1 = 1). Arg 0: workloads.
 void BM_FleetStoreAddSampleOrder(benchmark::State& state) {
   FleetStore store;
-  const GpuModel& model = **GpuCatalog::BuiltIn().FindModel("H100-80GB");
-  const AllocationUnit unit =
-      *ResolveAllocationUnit(*ParseGpuAllocation("nvidia.com/gpu=1"), model);
   const auto workloads = static_cast<uint32_t>(state.range(0));
   const bool grouped = state.range(1) == 1;
-  store.Reserve(workloads);
-  for (uint32_t w = 0; w < workloads; ++w) {
-    v1::WorkloadIdentity id;
-    id.set_namespace_name("ns");
-    id.set_owner_kind("Deployment");
-    id.set_owner_name("w" + std::to_string(w));
-    id.set_container("c");
-    store.Track(id, unit);
-  }
+  TrackFleet(store, workloads);
   const std::vector<double> vram = RandomValues(1 << 16, false);
   const std::vector<double> sm = RandomValues(1 << 16, true);
   constexpr uint32_t kSamplesPerSeries = 1440;
