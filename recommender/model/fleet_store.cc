@@ -137,8 +137,10 @@ void FleetStore::ApplyDecayShift(double time_s) {
 void FleetStore::ClearFactorCache() { factor_cache_.assign(kFactorCacheSlots, FactorSlot{}); }
 
 double FleetStore::FactorAt(double time_s) {
-  // Times are within [2000, 2100) (IsValidSample), so the index fits an int64.
-  const auto index = static_cast<uint64_t>(static_cast<int64_t>(time_s * inverse_sample_period_));
+  // Times are within [2000, 2100) (IsValidSample); a sample period far below a second could
+  // still push the index past an int64, and any slot is as good as another for correctness.
+  const double k = time_s * inverse_sample_period_;
+  const uint64_t index = k >= 0 && k < 9e18 ? static_cast<uint64_t>(k) : 0;
   FactorSlot& slot = factor_cache_[index % kFactorCacheSlots];
   if (slot.time_s != time_s) {
     slot.factor = clock_.Factor(time_s);

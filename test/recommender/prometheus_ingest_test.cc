@@ -214,7 +214,10 @@ TEST_F(PrometheusIngestTest, RecommendationsMatchTheSamplesComputedDirectly) {
   testing::ScopedTempDir tmp;
   std::unique_ptr<RecommenderDaemon> d = NewDaemon(tmp, server_->url());
   ASSERT_NE(d, nullptr);
-  ASSERT_TRUE(d->PollOnce(UnixNowSeconds()).ok());
+  // Polled as of the fixture's own clock (its last sample + the daemon's 180 s lag), not the
+  // wall clock: a slow set-up (ASan, a loaded machine) would otherwise read a step past the last
+  // sample, where Prometheus's lookback repeats it (seen in CI: 1802 samples instead of 1801).
+  ASSERT_TRUE(d->PollOnce(fixture_->end_s + 180).ok());
   const auto snap = d->snapshot();
 
   // The trainer, owned through ReplicaSet → Deployment, cost center from the namespace label.
