@@ -17,6 +17,8 @@ Status YamlField::CheckKeys(const YAML::Node& node,
                             const std::vector<std::string_view>& known) const {
   if (!node.IsMap()) return Error("expected a mapping");
   for (const auto& kv : node) {
+    // A key may be any YAML node (`? [a, b]: c`); only a string can name a field.
+    if (!kv.first.IsScalar()) return Error("a key is not a string");
     const auto key = kv.first.as<std::string>();
     bool ok = false;
     for (std::string_view k : known) ok = ok || k == key;

@@ -249,6 +249,11 @@ TEST(UpdaterPolicyTest, ParsesAndRefusesNamingTheField) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("min_chnage_ratio"), std::string::npos);
   EXPECT_FALSE(ParseUpdaterPolicy("min_change_ratio: 2\n").ok());
+  // A key that is not a string (found by plan_fuzz: it threw out of the parser).
+  Result<UpdaterPolicy> odd = ParseUpdaterPolicy("? [a, b]\n: c\n");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("a key is not a string"), std::string::npos);
+  EXPECT_FALSE(ParseUpdaterPolicy("namespaces: {? [x]: Auto}\n").ok());
 }
 
 TEST(UpdaterPolicyTest, GlobMatchesStarsOnly) {

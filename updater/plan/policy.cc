@@ -173,13 +173,14 @@ Result<UpdaterPolicy> ParseUpdaterPolicy(std::string_view yaml_text) {
   }
   UpdaterPolicy policy;
   if (root.IsNull()) return policy;
-  if (Status s = kPolicy.CheckKeys(
-          root, {"default_mode", "namespaces", "production", "opt_out_annotation",
-                 "min_change_ratio", "min_confidence", "allowed_gpu_models", "shared_gpu_replicas",
-                 "scale_to_zero", "namespace_labels", "workload_annotations"});
-      !s.ok())
-    return s;
   try {
+    if (Status s =
+            kPolicy.CheckKeys(root, {"default_mode", "namespaces", "production",
+                                     "opt_out_annotation", "min_change_ratio", "min_confidence",
+                                     "allowed_gpu_models", "shared_gpu_replicas", "scale_to_zero",
+                                     "namespace_labels", "workload_annotations"});
+        !s.ok())
+      return s;
     if (const YAML::Node n = root["default_mode"]) {
       Result<std::string> text = kPolicy["default_mode"].String(n);
       if (!text.ok()) return text.status();
