@@ -9,22 +9,17 @@
 namespace gpuvpa::recommender {
 namespace {
 constexpr double kSecondsPerHour = 3600;
-
-// The most series one pod has: its device count (a pod's GPUs are its series).
-size_t DevicesPerPod(const WorkloadState& st) {
-  std::unordered_map<std::string_view, size_t> per_pod;
-  size_t most = 0;
-  for (const DeviceCursor& c : st.devices) most = std::max(most, ++per_pod[c.pod]);
-  return most;
-}
 }  // namespace
 
-uint32_t Recommender::BusyDevicesPerPod(const WorkloadState& st) const {
-  std::unordered_map<std::string_view, uint32_t> per_pod;
-  uint32_t most = 0;
-  for (const DeviceCursor& c : st.devices)
+Recommender::PodDevices Recommender::MostDevicesPerPod(const WorkloadState& st) const {
+  std::unordered_map<std::string_view, PodDevices> per_pod;
+  PodDevices most;
+  for (const DeviceCursor& c : st.devices) {
+    PodDevices& pod = per_pod[c.pod];
+    most.devices = std::max(most.devices, ++pod.devices);
     if (c.Busy(options_.busy_device_min_active_share, options_.busy_device_min_vram_bytes))
-      most = std::max(most, ++per_pod[c.pod]);
+      most.busy = std::max(most.busy, ++pod.busy);
+  }
   return most;
 }
 
@@ -109,10 +104,11 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row,
   rec.used_gpu_hours_sm = st.used_sm_gpu_seconds / kSecondsPerHour;
   rec.idle_tax_gpu_hours_vram = rec.allocated_gpu_hours - rec.used_gpu_hours_vram;
   rec.idle_tax_gpu_hours_sm = rec.allocated_gpu_hours - rec.used_gpu_hours_sm;
-  rec.busy_devices = BusyDevicesPerPod(st);
+  const PodDevices pods = MostDevicesPerPod(st);
+  rec.busy_devices = pods.busy;
   // Each pod adds `count` series of `device_fraction` each per sample period.
   const double pod_gpu_seconds = st.unit.device_fraction *
-                                 static_cast<double>(std::max<size_t>(1, DevicesPerPod(st))) *
+                                 static_cast<double>(std::max<size_t>(1, pods.devices)) *
                                  history.history_s;
   rec.average_pods = pod_gpu_seconds > 0 ? st.allocated_gpu_seconds / pod_gpu_seconds : 0;
   const HourlyActivity activity = st.Activity();

@@ -62,7 +62,13 @@ class Recommender {
     std::vector<double> sm_cumulative;
   };
   Recommendation Recommend(const FleetStore& store, uint32_t row, Scratch& scratch) const;
-  uint32_t BusyDevicesPerPod(const WorkloadState& st) const;
+  // The most series one pod has (the GPUs it holds) and the most of them one pod keeps busy
+  // (DeviceCursor::Busy), in one pass over the series.
+  struct PodDevices {
+    size_t devices = 0;
+    uint32_t busy = 0;
+  };
+  PodDevices MostDevicesPerPod(const WorkloadState& st) const;
 
   RecommenderOptions options_;
   std::unique_ptr<Estimator> vram_target_;

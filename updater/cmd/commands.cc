@@ -46,12 +46,10 @@ Result<ReportFormats> ParseFormats(const std::string& text) {
   return f;
 }
 
-// Writes the chosen reports into `dir` (made if missing), each file atomically.
+// Writes the chosen reports into `dir` (made and checked writable before any work), each file
+// atomically.
 Result<std::vector<std::string>> WriteReports(const ReportInput& input, const std::string& dir,
                                               const ReportFormats& formats) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return InvalidArgumentError("--report " + dir + ": " + ec.message());
   std::vector<std::string> written;
   auto write = [&](const std::string& name, const Result<std::string>& text) -> Status {
     if (!text.ok()) return text.status();
@@ -218,20 +216,17 @@ int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std:
         << "\n";
   }
   out << PlanTable(input.actions);
-  MicroUsd before = 0, after = 0;
-  size_t changes = 0;
-  for (const PlannedAction& a : input.actions) {
-    if (!a.priced) continue;
-    if (!CheckedAdd(before, a.monthly_before, "monthly cost").ok() ||
-        !CheckedAdd(after, a.monthly_after, "monthly cost").ok()) {
-      err << kPlan << ": monthly costs overflow\n";
-      return kExitFailure;
-    }
-    changes += a.changes();
+  Result<std::vector<CostCenterGroup>> groups = GroupByCostCenter(input.actions);
+  Result<CostCenterGroup> total =
+      groups.ok() ? TotalOf(*groups) : Result<CostCenterGroup>(groups.status());
+  if (!total.ok()) {
+    err << kPlan << ": " << total.status().message() << "\n";
+    return kExitFailure;
   }
-  out << "plan: " << input.actions.size() << " workload-containers, " << changes
-      << " changes proposed; monthly " << FormatUsd(before) << " -> " << FormatUsd(after)
-      << " (proposed savings " << FormatUsd(before - after) << "/month)\n";
+  out << "plan: " << input.actions.size() << " workload-containers, " << total->changes
+      << " changes proposed; monthly " << FormatUsd(total->monthly_before) << " -> "
+      << FormatUsd(total->monthly_after) << " (proposed savings "
+      << FormatUsd(total->monthly_savings()) << "/month)\n";
   if (!report_dir.empty()) {
     Result<std::vector<std::string>> written = WriteReports(input, report_dir, *formats);
     if (!written.ok()) {

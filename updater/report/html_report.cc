@@ -219,12 +219,10 @@ std::string WorkloadCard(const PlannedAction& a, const std::optional<WorkloadCha
 Result<std::string> RenderHtmlReport(const ReportInput& input) {
   Result<std::vector<CostCenterGroup>> groups = GroupByCostCenter(input.actions);
   if (!groups.ok()) return groups.status();
-  MicroUsd before = 0, after = 0, idle = 0;
-  for (const CostCenterGroup& g : *groups)
-    for (Status s : {CheckedAdd(before, g.monthly_before, "monthly cost before"),
-                     CheckedAdd(after, g.monthly_after, "monthly cost after"),
-                     CheckedAdd(idle, g.idle_tax, "idle tax")})
-      if (!s.ok()) return s;
+  Result<CostCenterGroup> total = TotalOf(*groups);
+  if (!total.ok()) return total.status();
+  const MicroUsd before = total->monthly_before, after = total->monthly_after,
+                 idle = total->idle_tax;
   std::string html =
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
       "content=\"width=device-width,initial-scale=1\"><title>gpuvpa plan</title><style>" +

@@ -60,6 +60,9 @@ struct CostCenterGroup {
 // Cost centers and namespaces in name order. Sums are checked: an overflow is an error.
 Result<std::vector<CostCenterGroup>> GroupByCostCenter(const std::vector<PlannedAction>& actions);
 
+// The sum of the groups (name empty, namespaces none): the plan's totals. Checked sums.
+Result<CostCenterGroup> TotalOf(const std::vector<CostCenterGroup>& groups);
+
 // The exact change to apply: a strategic-merge patch of the owner's pod template (resource
 // names and, for a GPU model change, the node selector), and for scale-to-zero a KEDA
 // ScaledObject on gpuvpa's scaler. Empty when nothing changes.

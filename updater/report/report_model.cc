@@ -138,4 +138,16 @@ Result<std::vector<CostCenterGroup>> GroupByCostCenter(const std::vector<Planned
   return out;
 }
 
+Result<CostCenterGroup> TotalOf(const std::vector<CostCenterGroup>& groups) {
+  CostCenterGroup total;
+  for (const CostCenterGroup& g : groups) {
+    for (Status s : {CheckedAdd(total.monthly_before, g.monthly_before, "monthly cost before"),
+                     CheckedAdd(total.monthly_after, g.monthly_after, "monthly cost after"),
+                     CheckedAdd(total.idle_tax, g.idle_tax, "idle tax")})
+      if (!s.ok()) return s;
+    total.changes += g.changes;
+  }
+  return total;
+}
+
 }  // namespace gpuvpa::updater
