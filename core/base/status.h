@@ -17,6 +17,12 @@ enum class StatusCode {
   kFailedPrecondition,  // stored data is valid but not usable by this build (e.g. version)
   kUnavailable,         // a source is down; retry later
   kInternal,            // an operating-system or library call failed
+  // Answers of an API server (the Kubernetes client maps HTTP statuses onto these).
+  kUnauthenticated,    // 401: no valid credential
+  kPermissionDenied,   // 403: the credential may not do this (names the verb and resource)
+  kAborted,            // 409: a concurrent change (stale resourceVersion) or already exists
+  kResourceExhausted,  // 429: throttled; retry after a while
+  kOutOfRange,         // 410: a resourceVersion older than the server keeps (relist)
 };
 
 const char* StatusCodeName(StatusCode code);

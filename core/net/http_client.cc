@@ -387,9 +387,21 @@ Result<std::shared_ptr<HttpClient>> HttpClient::Create(HttpClientOptions options
   impl->host_header = v6 ? "[" + impl->url.host + "]" : impl->url.host;
   if (impl->url.port != (impl->url.tls ? 443 : 80))
     impl->host_header += ":" + std::to_string(impl->url.port);
-  if (!options.bearer_token_file.empty() && !options.basic_auth_user.empty())
-    return InvalidArgumentError("give a bearer token file or basic auth for " +
-                                impl->url.ToString() + ", not both");
+  const bool has_bearer = !options.bearer_token_file.empty() || !options.bearer_token.empty();
+  if (has_bearer && !options.basic_auth_user.empty())
+    return InvalidArgumentError("give a bearer token or basic auth for " + impl->url.ToString() +
+                                ", not both");
+  if (!options.bearer_token_file.empty() && !options.bearer_token.empty())
+    return InvalidArgumentError("give a bearer token file or a token for " + impl->url.ToString() +
+                                ", not both");
+  if (options.bearer_token.find_first_of("\r\n") != std::string::npos)
+    return InvalidArgumentError("the bearer token for " + impl->url.ToString() +
+                                " holds a line break");
+  if ((!options.ca_file.empty() && !options.ca_pem.empty()) ||
+      (!options.client_cert_file.empty() && !options.client_cert_pem.empty()) ||
+      (!options.client_key_file.empty() && !options.client_key_pem.empty()))
+    return InvalidArgumentError("TLS material for " + impl->url.ToString() +
+                                " is given both as a file and in memory");
   if (options.basic_auth_user.empty() != options.basic_auth_password_file.empty())
     return InvalidArgumentError("basic auth for " + impl->url.ToString() +
                                 " needs both a user and a password file");
@@ -412,7 +424,12 @@ Result<std::shared_ptr<HttpClient>> HttpClient::Create(HttpClientOptions options
                         ec);
   if (options.verify_peer) {
     impl->tls.set_verify_mode(ssl::verify_peer, ec);
-    if (!options.ca_file.empty()) {
+    if (!options.ca_pem.empty()) {
+      impl->tls.add_certificate_authority(asio::buffer(options.ca_pem), ec);
+      if (ec)
+        return InvalidArgumentError("the CA data for " + impl->url.ToString() +
+                                    " cannot be loaded: " + ec.message());
+    } else if (!options.ca_file.empty()) {
       impl->tls.load_verify_file(options.ca_file, ec);
       if (ec)
         return InvalidArgumentError("CA file " + options.ca_file +
@@ -422,6 +439,19 @@ Result<std::shared_ptr<HttpClient>> HttpClient::Create(HttpClientOptions options
     }
   } else {
     impl->tls.set_verify_mode(ssl::verify_none, ec);
+  }
+  if (!options.client_cert_pem.empty() || !options.client_key_pem.empty()) {
+    if (options.client_cert_pem.empty() || options.client_key_pem.empty())
+      return InvalidArgumentError("a client certificate for " + impl->url.ToString() +
+                                  " needs both certificate data and key data");
+    impl->tls.use_certificate_chain(asio::buffer(options.client_cert_pem), ec);
+    if (ec)
+      return InvalidArgumentError("the client certificate data for " + impl->url.ToString() +
+                                  " cannot be loaded: " + ec.message());
+    impl->tls.use_private_key(asio::buffer(options.client_key_pem), ssl::context::pem, ec);
+    if (ec)
+      return InvalidArgumentError("the client key data for " + impl->url.ToString() +
+                                  " cannot be loaded (or does not match the certificate)");
   }
   if (options.client_cert_file.empty() != options.client_key_file.empty())
     return InvalidArgumentError("a client certificate for " + impl->url.ToString() +
@@ -472,7 +502,9 @@ Result<HttpResponse> HttpClient::Send(std::string_view method, std::string_view 
   request.set(http::field::host, impl_->host_header);
   request.set(http::field::user_agent, "gpuvpa");
   request.set(http::field::accept, "application/json");
-  if (impl_->bearer) {
+  if (!impl_->options.bearer_token.empty()) {
+    request.set(http::field::authorization, "Bearer " + impl_->options.bearer_token);
+  } else if (impl_->bearer) {
     Result<std::string> token = impl_->bearer->Get();
     if (!token.ok())
       return Status(StatusCode::kUnavailable, what + ": " + token.status().message());

@@ -40,9 +40,15 @@ struct HttpClientOptions {
   std::string ca_file;
   std::string client_cert_file;
   std::string client_key_file;
+  // The same material held in memory (a kubeconfig's *-data fields); a file and its in-memory
+  // twin are not both given.
+  std::string ca_pem;
+  std::string client_cert_pem;
+  std::string client_key_pem;
   bool verify_peer = true;
   // Authorization: a bearer token file, or basic auth (user + password file). Not both.
   std::string bearer_token_file;
+  std::string bearer_token;  // a fixed token (a kubeconfig's `token:`), when there is no file
   std::string basic_auth_user;
   std::string basic_auth_password_file;
   size_t max_response_bytes = 16u << 20;

@@ -1,0 +1,285 @@
+// The Kubernetes API client: paths, typed errors, bounded 429 retries, watch windows, informer.
+#include "core/kube/kube_client.h"
+
+#include <sstream>
+#include <thread>
+
+namespace gpuvpa {
+
+using json = nlohmann::json;
+
+namespace kube {
+const KubeResource kNamespaces{"", "v1", "namespaces", "Namespace", false};
+const KubeResource kPods{"", "v1", "pods", "Pod", true};
+const KubeResource kEvents{"", "v1", "events", "Event", true};
+const KubeResource kDeployments{"apps", "v1", "deployments", "Deployment", true};
+const KubeResource kStatefulSets{"apps", "v1", "statefulsets", "StatefulSet", true};
+const KubeResource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
+const KubeResource kGpuVerticalPodAutoscalers{"gpuvpa.io", "v1alpha1", "gpuverticalpodautoscalers",
+                                              "GpuVerticalPodAutoscaler", true};
+
+const KubeResource* WorkloadResource(const std::string& kind) {
+  if (kind == "Deployment") return &kDeployments;
+  if (kind == "StatefulSet") return &kStatefulSets;
+  return nullptr;
+}
+}  // namespace kube
+
+namespace {
+
+// Retries of a throttled call, and the longest Retry-After honoured.
+constexpr int kMaxThrottleRetries = 3;
+constexpr std::chrono::seconds kMaxRetryAfter{5};
+
+std::string Query(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string q;
+  for (const auto& [k, v] : params) {
+    if (v.empty()) continue;
+    q += (q.empty() ? "?" : "&") + k + "=" + UrlEncode(v);
+  }
+  return q;
+}
+
+}  // namespace
+
+std::string KubeResource::Path(const std::string& ns, const std::string& name,
+                               const std::string& subresource) const {
+  std::string p = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  if (namespaced && !ns.empty()) p += "/namespaces/" + ns;
+  p += "/" + resource;
+  if (!name.empty()) p += "/" + name;
+  if (!subresource.empty()) p += "/" + subresource;
+  return p;
+}
+
+std::string KubeResource::Describe(const std::string& ns, const std::string& name) const {
+  const std::string qualified = group.empty() ? resource : resource + "." + group;
+  return qualified + " " + (ns.empty() ? name : ns + "/" + name);
+}
+
+Status KubeApiError(int http_status, const std::string& body, const std::string& what) {
+  std::string message;
+  const json parsed = json::parse(body, nullptr, false);
+  if (parsed.is_object() && parsed.value("kind", "") == "Status")
+    message = parsed.value("message", "");
+  if (message.empty()) message = body.substr(0, 200);
+  const std::string text = what + ": HTTP " + std::to_string(http_status) + ": " + message;
+  switch (http_status) {
+    case 400:
+    case 415:
+    case 422:
+      return InvalidArgumentError(text);
+    case 401:
+      return {StatusCode::kUnauthenticated, text};
+    case 403:
+      return {StatusCode::kPermissionDenied, text};
+    case 404:
+      return NotFoundError(text);
+    case 409:
+      return {StatusCode::kAborted, text};
+    case 410:
+      return {StatusCode::kOutOfRange, text};
+    case 429:
+      return {StatusCode::kResourceExhausted, text};
+    default:
+      return UnavailableError(text);
+  }
+}
+
+Result<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConnection connection,
+                                                       std::chrono::milliseconds timeout) {
+  connection.http.max_response_bytes =
+      std::max<size_t>(connection.http.max_response_bytes, 64u << 20);
+  Result<std::shared_ptr<HttpClient>> http = HttpClient::Create(connection.http);
+  if (!http.ok())
+    return Status(http.status().code(),
+                  "Kubernetes API (" + connection.source + "): " + http.status().message());
+  return std::unique_ptr<KubeClient>(
+      new KubeClient(std::move(connection), std::move(http).value(), timeout));
+}
+
+Result<json> KubeClient::Call(const std::string& method, const std::string& target,
+                              const std::string& body, const std::string& content_type,
+                              const std::string& what, std::chrono::milliseconds timeout) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + (timeout.count() > 0 ? timeout : timeout_);
+  for (int attempt = 0;; ++attempt) {
+    Result<HttpResponse> r = method == "GET"
+                                 ? http_->Get(target, deadline)
+                                 : http_->Send(method, target, body, content_type, deadline);
+    if (!r.ok()) return Status(r.status().code(), what + ": " + r.status().message());
+    if (r->status >= 200 && r->status < 300) {
+      json parsed = json::parse(r->body, nullptr, false);
+      if (parsed.is_discarded())
+        return UnavailableError(what + ": the API server's answer is not JSON");
+      return parsed;
+    }
+    if (r->status == 429 && attempt < kMaxThrottleRetries) {
+      int retry_s = 1;
+      try {
+        retry_s = std::max(0, std::stoi(r->retry_after));
+      } catch (const std::exception&) {
+      }
+      const auto wait =
+          std::min<std::chrono::seconds>(std::chrono::seconds(retry_s), kMaxRetryAfter);
+      if (std::chrono::steady_clock::now() + wait < deadline) {
+        std::this_thread::sleep_for(wait);
+        continue;
+      }
+    }
+    return KubeApiError(r->status, r->body, what);
+  }
+}
+
+Result<json> KubeClient::Get(const KubeResource& r, const std::string& ns, const std::string& name,
+                             const std::string& subresource) {
+  return Call("GET", r.Path(ns, name, subresource), "", "", "get " + r.Describe(ns, name));
+}
+
+Result<KubeList> KubeClient::List(const KubeResource& r, const std::string& ns,
+                                  const KubeListOptions& options) {
+  Result<json> body = Call("GET",
+                           r.Path(ns) + Query({{"labelSelector", options.label_selector},
+                                               {"fieldSelector", options.field_selector}}),
+                           "", "", "list " + r.Describe(ns, "*"));
+  if (!body.ok()) return body.status();
+  KubeList out;
+  if (body->contains("items") && (*body)["items"].is_array()) out.items = (*body)["items"];
+  const json* rv = body->contains("metadata") ? &(*body)["metadata"] : nullptr;
+  if (rv != nullptr && rv->contains("resourceVersion") && (*rv)["resourceVersion"].is_string())
+    out.resource_version = (*rv)["resourceVersion"];
+  return out;
+}
+
+Result<std::string> KubeClient::Watch(const KubeResource& r, const std::string& ns,
+                                      const KubeListOptions& options,
+                                      const std::string& resource_version, int timeout_s,
+                                      const std::function<void(const KubeWatchEvent&)>& on_event) {
+  const std::string what = "watch " + r.Describe(ns, "*");
+  const std::string target = r.Path(ns) + Query({{"watch", "1"},
+                                                 {"allowWatchBookmarks", "true"},
+                                                 {"resourceVersion", resource_version},
+                                                 {"timeoutSeconds", std::to_string(timeout_s)},
+                                                 {"labelSelector", options.label_selector},
+                                                 {"fieldSelector", options.field_selector}});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 10);
+  Result<HttpResponse> resp = http_->Get(target, deadline);
+  if (!resp.ok()) return Status(resp.status().code(), what + ": " + resp.status().message());
+  if (resp->status != 200) return KubeApiError(resp->status, resp->body, what);
+  std::string rv = resource_version;
+  std::istringstream lines(resp->body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    json event = json::parse(line, nullptr, false);
+    if (!event.is_object() || !event.contains("type") || !event["type"].is_string() ||
+        !event.contains("object") || !event["object"].is_object())
+      return UnavailableError(what + ": a watch event is not an event: " + line.substr(0, 120));
+    KubeWatchEvent e{event["type"], event["object"]};
+    if (e.type == "ERROR") {
+      const int code = e.object.value("code", 500);
+      return KubeApiError(code, e.object.dump(), what);
+    }
+    const json* meta = e.object.contains("metadata") ? &e.object["metadata"] : nullptr;
+    if (meta != nullptr && meta->contains("resourceVersion") &&
+        (*meta)["resourceVersion"].is_string())
+      rv = (*meta)["resourceVersion"];
+    on_event(e);
+  }
+  return rv;
+}
+
+Result<json> KubeClient::Write(const std::string& method, const KubeResource& r,
+                               const std::string& ns, const std::string& name,
+                               const std::string& body, const std::string& content_type,
+                               const KubeWriteOptions& options, const std::string& extra_query) {
+  std::string target =
+      r.Path(ns, name, options.subresource) +
+      Query({{"dryRun", options.dry_run ? "All" : ""}, {"fieldManager", options.field_manager}});
+  if (!extra_query.empty())
+    target += (target.find('?') == std::string::npos ? "?" : "&") + extra_query;
+  std::string verb = method == "POST"    ? "create"
+                     : method == "PUT"   ? "update"
+                     : method == "PATCH" ? "patch"
+                                         : "delete";
+  return Call(method, target, body, content_type,
+              verb + " " + r.Describe(ns, name) +
+                  (options.subresource.empty() ? "" : "/" + options.subresource) +
+                  (options.dry_run ? " (dry run)" : ""));
+}
+
+Result<json> KubeClient::Create(const KubeResource& r, const std::string& ns, const json& object,
+                                const KubeWriteOptions& options) {
+  return Write("POST", r, ns, "", object.dump(), "application/json", options, "");
+}
+
+Result<json> KubeClient::Update(const KubeResource& r, const std::string& ns, const json& object,
+                                const KubeWriteOptions& options) {
+  const std::string name = object.contains("metadata") ? object["metadata"].value("name", "") : "";
+  if (name.empty())
+    return InvalidArgumentError("update " + r.Describe(ns, "?") +
+                                ": the object has no metadata.name");
+  return Write("PUT", r, ns, name, object.dump(), "application/json", options, "");
+}
+
+Result<json> KubeClient::MergePatch(const KubeResource& r, const std::string& ns,
+                                    const std::string& name, const json& patch,
+                                    const KubeWriteOptions& options) {
+  return Write("PATCH", r, ns, name, patch.dump(), "application/merge-patch+json", options, "");
+}
+
+Result<json> KubeClient::Apply(const KubeResource& r, const std::string& ns,
+                               const std::string& name, const json& object,
+                               const KubeWriteOptions& options, bool force) {
+  json body = object;
+  body["apiVersion"] = r.api_version();
+  body["kind"] = r.kind;
+  body["metadata"]["name"] = name;
+  if (r.namespaced) body["metadata"]["namespace"] = ns;
+  // JSON is YAML: the apply body needs no YAML writer.
+  return Write("PATCH", r, ns, name, body.dump(), "application/apply-patch+yaml", options,
+               force ? "force=true" : "");
+}
+
+Status KubeClient::Delete(const KubeResource& r, const std::string& ns, const std::string& name) {
+  Result<json> out = Write("DELETE", r, ns, name, "", "", {false, "", ""}, "");
+  return out.ok() ? OkStatus() : out.status();
+}
+
+Result<size_t> KubeInformer::Sync(int watch_s) {
+  auto key_of = [](const json& o) {
+    const json& m = o["metadata"];
+    return m.value("namespace", "") + "/" + m.value("name", "");
+  };
+  if (resource_version_.empty()) {
+    Result<KubeList> list = client_.List(resource_, ns_, options_);
+    if (!list.ok()) return list.status();
+    objects_.clear();
+    for (const json& item : list->items)
+      if (item.is_object() && item.contains("metadata")) objects_[key_of(item)] = item;
+    resource_version_ = list->resource_version;
+    ++relists_;
+    return objects_.size();
+  }
+  size_t changes = 0;
+  Result<std::string> rv = client_.Watch(
+      resource_, ns_, options_, resource_version_, watch_s, [&](const KubeWatchEvent& e) {
+        if (e.type == "BOOKMARK" || !e.object.contains("metadata")) return;
+        ++changes;
+        if (e.type == "DELETED")
+          objects_.erase(key_of(e.object));
+        else
+          objects_[key_of(e.object)] = e.object;
+      });
+  if (!rv.ok()) {
+    if (rv.status().code() == StatusCode::kOutOfRange) {
+      resource_version_.clear();  // expired: the next Sync lists again
+      return Sync(watch_s);
+    }
+    return rv.status();
+  }
+  resource_version_ = *rv;
+  return changes;
+}
+
+}  // namespace gpuvpa

@@ -1,0 +1,94 @@
+// The Kubernetes test cluster: the API double with certificates and kubeconfigs.
+#include "test/support/kube_test_cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "test/support/test_certs.h"
+
+namespace gpuvpa::testing {
+
+using json = nlohmann::json;
+
+KubeTestCluster::KubeTestCluster() {
+  std::string error;
+  if (!MakeTestCertificates(dir_.dir().string(), &error)) {
+    ADD_FAILURE() << error;
+    std::abort();
+  }
+  api_ = std::make_unique<KubeApiDouble>(dir_.dir().string(), CrdPath());
+  api_->AddAdmin(kAdminToken);
+}
+
+std::string KubeTestCluster::CrdPath() const {
+  return std::string(GPUVPA_SOURCE_DIR) + "/deploy/kubernetes/crd-gpuverticalpodautoscaler.yaml";
+}
+
+std::string KubeTestCluster::Kubeconfig(const std::string& token, const std::string& file_name) {
+  const std::string path = dir_.Path(file_name);
+  std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: double\n  cluster:\n"
+                         "    server: "
+                      << api_->url() << "\n    certificate-authority: " << dir_.Path("ca.pem")
+                      << "\nusers:\n- name: u\n  user:\n    token: " << token
+                      << "\ncontexts:\n- name: c\n  context: {cluster: double, user: u, "
+                         "namespace: default}\ncurrent-context: c\n";
+  return path;
+}
+
+json KubeTestCluster::Namespace(const std::string& name, const json& labels) {
+  json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
+  if (!labels.is_null() && !labels.empty()) ns["metadata"]["labels"] = labels;
+  return ns;
+}
+
+json KubeTestCluster::Workload(const std::string& kind, const std::string& ns,
+                               const std::string& name, const std::string& container,
+                               const std::string& resource, const std::string& quantity) {
+  json w = {{"apiVersion", "apps/v1"},
+            {"kind", kind},
+            {"metadata", {{"name", name}, {"namespace", ns}, {"labels", {{"app", name}}}}},
+            {"spec",
+             {{"replicas", 1},
+              {"selector", {{"matchLabels", {{"app", name}}}}},
+              {"template",
+               {{"metadata", {{"labels", {{"app", name}}}}},
+                {"spec",
+                 {{"containers",
+                   {{{"name", container},
+                     {"image", "registry.example/" + name + ":1"},
+                     {"resources",
+                      {{"limits", {{resource, quantity}}},
+                       {"requests", {{resource, quantity}}}}}}}}}}}}}}};
+  if (kind == "StatefulSet") w["spec"]["serviceName"] = name;
+  return w;
+}
+
+json KubeTestCluster::Gvpa(const std::string& ns, const std::string& name,
+                           const std::string& target_kind, const std::string& target_name,
+                           const std::string& mode) {
+  return {
+      {"apiVersion", "gpuvpa.io/v1alpha1"},
+      {"kind", "GpuVerticalPodAutoscaler"},
+      {"metadata", {{"name", name}, {"namespace", ns}}},
+      {"spec",
+       {{"targetRef", {{"apiVersion", "apps/v1"}, {"kind", target_kind}, {"name", target_name}}},
+        {"updatePolicy", {{"updateMode", mode}}}}}};
+}
+
+json KubeTestCluster::Pod(const std::string& ns, const std::string& name,
+                          const std::string& workload, const std::string& container) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"labels", {{"app", workload}}}}},
+          {"spec", {{"containers", {{{"name", container}, {"image", "x"}}}}}},
+          {"status",
+           {{"phase", "Running"},
+            {"containerStatuses",
+             {{{"name", container},
+               {"ready", true},
+               {"restartCount", 0},
+               {"state", {{"running", {{"startedAt", "2026-12-03T00:00:00Z"}}}}}}}}}}};
+}
+
+}  // namespace gpuvpa::testing

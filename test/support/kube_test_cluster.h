@@ -1,0 +1,43 @@
+// Everything a Kubernetes test needs around the API double: a temporary folder, test
+// certificates, the double (with the shipped CRD), an admin token, kubeconfig files per token,
+// and builders for the objects the tests seed.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "test/support/kube_api_double.h"
+#include "test/support/temp_dir.h"
+
+namespace gpuvpa::testing {
+
+inline constexpr const char* kAdminToken = "admin-token";
+
+class KubeTestCluster {
+ public:
+  KubeTestCluster();  // aborts the test (GTEST fatal) if the certificates cannot be made
+  KubeApiDouble& api() { return *api_; }
+  const ScopedTempDir& dir() const { return dir_; }
+  std::string CrdPath() const;
+  // Writes a kubeconfig for `token` (CA file, token inline) and returns its path.
+  std::string Kubeconfig(const std::string& token, const std::string& file_name = "kubeconfig");
+
+  static nlohmann::json Namespace(const std::string& name, const nlohmann::json& labels = {});
+  // A Deployment (or StatefulSet) whose one container holds `resource`=`quantity`.
+  static nlohmann::json Workload(const std::string& kind, const std::string& ns,
+                                 const std::string& name, const std::string& container,
+                                 const std::string& resource, const std::string& quantity);
+  static nlohmann::json Gvpa(const std::string& ns, const std::string& name,
+                             const std::string& target_kind, const std::string& target_name,
+                             const std::string& mode);
+  // A pod of a workload (labels app=<workload>) with one container status.
+  static nlohmann::json Pod(const std::string& ns, const std::string& name,
+                            const std::string& workload, const std::string& container);
+
+ private:
+  ScopedTempDir dir_;
+  std::unique_ptr<KubeApiDouble> api_;
+};
+
+}  // namespace gpuvpa::testing
