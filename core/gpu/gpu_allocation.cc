@@ -108,4 +108,22 @@ Result<AllocationUnit> ResolveAllocationUnit(const GpuAllocation& allocation,
   return AllocationUnit{*fraction, model.memory_bytes * *fraction, model.memory_bytes};
 }
 
+GpuResourceRequest ResourceRequestOf(const GpuAllocation& a) {
+  switch (a.kind) {
+    case AllocationKind::kWholeGpu:
+      return {"nvidia.com/gpu", std::to_string(a.count)};
+    case AllocationKind::kMigInstance:
+      return {"nvidia.com/mig-" + a.mig_profile, std::to_string(a.count)};
+    case AllocationKind::kSharedReplica:
+      return {"nvidia.com/gpu.shared", std::to_string(a.count)};
+    case AllocationKind::kMilliGpu:
+      return {"gpu-milli", std::to_string(a.milli)};
+  }
+  return {"nvidia.com/gpu", "1"};
+}
+
+std::string ProductLabelPrefix(std::string_view model) {
+  return "NVIDIA-" + std::string(model.substr(0, model.find('-')));
+}
+
 }  // namespace gpuvpa

@@ -48,6 +48,19 @@ struct AllocationUnit {
 // claim. `model` is needed (and must know the profile) only for MIG.
 Result<double> DeviceFraction(const GpuAllocation& allocation, const GpuModel* model);
 
+// The Kubernetes extended resource that requests an allocation, and the quantity of it:
+// ("nvidia.com/mig-1g.10gb", "1"), ("nvidia.com/gpu.shared", "1"), ("gpu-milli", "460").
+struct GpuResourceRequest {
+  std::string name;
+  std::string quantity;
+};
+GpuResourceRequest ResourceRequestOf(const GpuAllocation& allocation);
+
+// GPU feature discovery's product label value for a catalog model ("L4-24GB" -> "NVIDIA-L4"):
+// the family only, as nodes of one family differ in the label's suffix (-SXM4-80GB, -PCIe).
+inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
+std::string ProductLabelPrefix(std::string_view model);
+
 // MIG profiles must exist for the model (error names the profile); other kinds always resolve.
 Result<AllocationUnit> ResolveAllocationUnit(const GpuAllocation& allocation,
                                              const GpuModel& model);

@@ -131,11 +131,11 @@ TEST_F(KubeClientTest, StatusSubresourceWritesOnlyStatus) {
   status.subresource = "status";
   Result<json> s = client_->MergePatch(kube::kGpuVerticalPodAutoscalers, "ml-dev", "web",
                                        {{"spec", {{"updatePolicy", {{"updateMode", "Off"}}}}},
-                                        {"status", {{"summary", {{"action", "mig-profile"}}}}}},
+                                        {"status", {{"summary", {{"action", "mig_profile"}}}}}},
                                        status);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   json stored = cluster_.api().Get("gpuverticalpodautoscalers", "ml-dev", "web");
-  EXPECT_EQ(stored["status"]["summary"]["action"], "mig-profile");
+  EXPECT_EQ(stored["status"]["summary"]["action"], "mig_profile");
   EXPECT_EQ(stored["spec"]["updatePolicy"]["updateMode"], "Auto");  // spec untouched
   // And the main resource does not write status.
   ASSERT_TRUE(client_
@@ -144,7 +144,7 @@ TEST_F(KubeClientTest, StatusSubresourceWritesOnlyStatus) {
                   .ok());
   EXPECT_EQ(cluster_.api().Get("gpuverticalpodautoscalers", "ml-dev",
                                "web")["status"]["summary"]["action"],
-            "mig-profile");
+            "mig_profile");
   // A value the CRD's enum does not allow is refused, naming the field.
   Result<json> bad =
       client_->MergePatch(kube::kGpuVerticalPodAutoscalers, "ml-dev", "web",

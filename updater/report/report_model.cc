@@ -8,36 +8,11 @@
 namespace gpuvpa::updater {
 namespace {
 
-struct Resource {
-  std::string name;
-  std::string quantity;
-};
-
-Resource ResourceOf(const GpuAllocation& a) {
-  switch (a.kind) {
-    case AllocationKind::kWholeGpu:
-      return {"nvidia.com/gpu", std::to_string(a.count)};
-    case AllocationKind::kMigInstance:
-      return {"nvidia.com/mig-" + a.mig_profile, std::to_string(a.count)};
-    case AllocationKind::kSharedReplica:
-      return {"nvidia.com/gpu.shared", std::to_string(a.count)};
-    case AllocationKind::kMilliGpu:
-      return {"gpu-milli", std::to_string(a.milli)};
-  }
-  return {"nvidia.com/gpu", "1"};
-}
-
-// GPU feature discovery's product label for a catalog model ("L4-24GB" -> "NVIDIA-L4"): the
-// family only, as nodes of one family differ in the label's suffix (-SXM4-80GB, -PCIe, ...).
-std::string ProductLabelPrefix(std::string_view model) {
-  return "NVIDIA-" + std::string(model.substr(0, model.find('-')));
-}
-
 std::string ResourcePatch(const PlannedAction& a, const GpuAllocation& from,
                           const GpuAllocation& to) {
   const v1::WorkloadIdentity& id = a.evidence.identity();
-  const Resource old_resource = ResourceOf(from);
-  const Resource new_resource = ResourceOf(to);
+  const GpuResourceRequest old_resource = ResourceRequestOf(from);
+  const GpuResourceRequest new_resource = ResourceRequestOf(to);
   std::string kind_lower = id.owner_kind();
   std::transform(kind_lower.begin(), kind_lower.end(), kind_lower.begin(), ::tolower);
   std::string y = "# kubectl -n " + id.namespace_name() + " patch " + kind_lower + " " +

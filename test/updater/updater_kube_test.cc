@@ -1,0 +1,429 @@
+// gpuvpa-updater against the Kubernetes API double: dry run then patch, conflicts re-read and
+// retried, a 403 named, production never patched (a property over 1,000 random workloads and
+// policies), rollback after a CUDA OOM with the bump, every step in the ledger and as an
+// Event, and leader election between two real gpuvpa-updater processes.
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "core/base/time_format.h"
+#include "recommender/model/fleet_store.h"
+#include "test/support/kube_test_cluster.h"
+#include "test/support/process.h"
+#include "updater/daemon/updater_daemon.h"
+#include "updater/kube/gvpa.h"
+
+namespace gpuvpa::updater {
+namespace {
+
+using json = nlohmann::json;
+using testing::KubeTestCluster;
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr const char* kUpdaterToken = "updater-token";
+
+// What deploy/ grants gpuvpa-updater (issue 12's least-privilege list).
+testing::KubeUser UpdaterUser() {
+  return {"system:serviceaccount:gpuvpa:gpuvpa-updater",
+          {{{"get", "list", "watch", "patch"}, {"apps"}, {"deployments", "statefulsets"}, {}},
+           {{"create"}, {""}, {"events"}, {}},
+           {{"get", "list", "watch"}, {""}, {"namespaces", "pods"}, {}},
+           {{"get", "create", "update"}, {"coordination.k8s.io"}, {"leases"}, {"gpuvpa"}},
+           {{"get", "list", "watch"}, {"gpuvpa.io"}, {"gpuverticalpodautoscalers"}, {}},
+           {{"patch", "update"}, {"gpuvpa.io"}, {"gpuverticalpodautoscalers/status"}, {}}}};
+}
+
+// An H100 workload whose 12 GiB p98 and 10 % SM fit MIG 1g.20gb (the planner's acceptance pick).
+v1::Recommendation Rec(const std::string& ns, const std::string& name,
+                       double history_s = 7 * 86400) {
+  v1::Recommendation r;
+  v1::WorkloadIdentity* id = r.mutable_identity();
+  id->set_namespace_name(ns);
+  id->set_owner_kind("Deployment");
+  id->set_owner_name(name);
+  id->set_container("main");
+  id->set_gpu_model("H100-80GB");
+  id->set_allocation("nvidia.com/gpu=1");
+  id->set_cost_center("team");
+  r.set_has_target(true);
+  r.set_vram_target_bytes(12 * kGiB);
+  r.set_vram_lower_bytes(10 * kGiB);
+  r.set_vram_upper_bytes(13 * kGiB);
+  r.set_vram_observed_peak_bytes(11 * kGiB);
+  r.set_vram_history_peak_bytes(11 * kGiB);
+  r.set_vram_limit_bytes(80 * kGiB);
+  r.set_sm_p90_ratio(0.10);
+  r.set_active_duty_ratio(0.9);
+  r.set_confidence(7);
+  r.set_history_s(history_s);
+  r.set_sample_count(10000);
+  r.set_busy_devices(1);
+  r.set_average_pods(1);
+  return r;
+}
+
+void WriteRecs(const std::string& path, const std::vector<v1::Recommendation>& recs) {
+  v1::ListRecommendationsResponse list;
+  for (const auto& r : recs) *list.add_recommendations() = r;
+  std::string text;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(list, &text).ok());
+  std::ofstream(path) << text;
+}
+
+class UpdaterKubeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_.api().AddUser(kUpdaterToken, UpdaterUser());
+    Seed("ml-dev", {{"environment", "dev"}});
+    Seed("ml-prod", {{"environment", "production"}});
+    WriteRecs(recs_path_, {Rec("ml-dev", "server"), Rec("ml-prod", "server")});
+  }
+
+  void Seed(const std::string& ns, const json& labels, const std::string& name = "server",
+            const std::string& mode = "Auto") {
+    if (cluster_.api().Get("namespaces", "", ns).is_null())
+      cluster_.api().Seed(KubeTestCluster::Namespace(ns, labels));
+    cluster_.api().Seed(
+        KubeTestCluster::Workload("Deployment", ns, name, "main", "nvidia.com/gpu", "1"));
+    if (!mode.empty())
+      cluster_.api().Seed(KubeTestCluster::Gvpa(ns, name, "Deployment", name, mode));
+  }
+
+  std::unique_ptr<UpdaterDaemon> Daemon(const std::string& token = kUpdaterToken,
+                                        UpdaterPolicy policy = {}, ChangeLimits limits = {}) {
+    Result<KubeConnection> c = KubeconfigConnection(cluster_.Kubeconfig(token, token + ".yaml"));
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    auto client = KubeClient::Create(*c);
+    EXPECT_TRUE(client.ok());
+    UpdaterDaemonOptions o;
+    o.recommendations_file = recs_path_;
+    o.ledger_path = ledger_path_;
+    o.lease.identity = "updater-test";
+    o.limits = limits;
+    Result<GpuvpaConfig> config = LoadConfigFile("");
+    EXPECT_TRUE(config.ok());
+    auto d = UpdaterDaemon::Create(o, *config, std::move(policy), std::move(client).value());
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    return std::move(d).value();
+  }
+
+  json Limits(const std::string& ns, const std::string& name = "server") {
+    return cluster_.api().Get(
+        "deployments", ns,
+        name)["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"];
+  }
+
+  std::vector<std::string> EventReasons(const std::string& ns, const std::string& name = "server") {
+    std::vector<std::string> reasons;
+    for (const json& e : cluster_.api().List("events", ns))
+      if (e["involvedObject"]["name"] == name) reasons.push_back(e["reason"]);
+    return reasons;
+  }
+
+  Showback Ledger() {
+    auto ledger = Ledger::Open(ledger_path_);
+    EXPECT_TRUE(ledger.ok());
+    Result<Showback> s = (*ledger)->QueryShowback({});
+    EXPECT_TRUE(s.ok());
+    return *s;
+  }
+
+  bool LedgerHas(const std::string& id) {
+    auto ledger = Ledger::Open(ledger_path_);
+    return ledger.ok() && *(*ledger)->Contains(id);
+  }
+
+  std::string ApplyRowId(const v1::Recommendation& r, const std::string& to,
+                         const std::string& step) {
+    return "apply:" + r.identity().namespace_name() + "/Deployment/" + r.identity().owner_name() +
+           "/main:" + to + ":H100-80GB:" + EvidenceMark(r) + ":" + step;
+  }
+
+  KubeTestCluster cluster_;
+  std::string recs_path_ = cluster_.dir().Path("recs.json");
+  std::string ledger_path_ = cluster_.dir().Path("ledger.db");
+};
+
+TEST_F(UpdaterKubeTest, DryRunThenPatchInNonProductionOnlyWithLedgerAndEvents) {
+  auto d = Daemon();
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(s->leading);
+  EXPECT_EQ(s->gvpas, 2u);
+  EXPECT_EQ(s->applied, 1u) << ::testing::PrintToString(s->messages);
+  EXPECT_EQ(s->failed, 0u) << ::testing::PrintToString(s->messages);
+  // The dry run comes first, then the patch, both on the Deployment; nothing writes to prod.
+  std::vector<std::string> writes;
+  for (const auto& r : cluster_.api().requests()) {
+    if (r.method == "GET") continue;
+    EXPECT_EQ(r.path.find("/namespaces/ml-prod/deployments"), std::string::npos) << r.path;
+    if (r.path == "/apis/apps/v1/namespaces/ml-dev/deployments/server")
+      writes.push_back(r.method +
+                       (r.query.find("dryRun=All") != std::string::npos ? " dry-run" : "") + " " +
+                       std::to_string(r.status));
+  }
+  EXPECT_EQ(writes, (std::vector<std::string>{"PATCH dry-run 200", "PATCH 200"}));
+  EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/mig-1g.20gb", "1"}}));
+  EXPECT_EQ(Limits("ml-prod"), (json{{"nvidia.com/gpu", "1"}}));
+  const json dev = cluster_.api().Get("gpuverticalpodautoscalers", "ml-dev", "server");
+  EXPECT_EQ(dev["status"]["summary"]["action"], "mig_profile");
+  EXPECT_EQ(dev["status"]["summary"]["applied"], "nvidia.com/mig-1g.20gb=1");
+  const json prod = cluster_.api().Get("gpuverticalpodautoscalers", "ml-prod", "server");
+  EXPECT_EQ(prod["status"]["summary"]["applied"], "-");
+  for (const json& c : prod["status"]["conditions"]) {
+    if (c["type"] == "Applied") {
+      EXPECT_EQ(c["status"], "False");
+    }
+  }
+  EXPECT_EQ(prod["status"]["recommendation"]["containerRecommendations"][0]["applyMode"],
+            "Report (production namespace: never applied)");
+  EXPECT_EQ(dev["status"]["recommendation"]["containerRecommendations"][0]["applyMode"], "Auto");
+  EXPECT_EQ(EventReasons("ml-dev"), (std::vector<std::string>{"GpuvpaDryRun", "GpuvpaApplied"}));
+  EXPECT_TRUE(EventReasons("ml-prod").empty());
+  // Ledger: the dry run and the applied change; realised savings = $6.88/h x 730 h x 3/4.
+  const v1::Recommendation r = Rec("ml-dev", "server");
+  EXPECT_TRUE(LedgerHas(ApplyRowId(r, "nvidia.com/mig-1g.20gb=1", "dry-run")));
+  EXPECT_TRUE(LedgerHas(ApplyRowId(r, "nvidia.com/mig-1g.20gb=1", "applied")));
+  Showback sb = Ledger();
+  EXPECT_EQ(sb.total.savings_realised_monthly, 6'880'000LL * 730 * 3 / 4);
+  // The applied proposal is no longer "proposed"; production's still is.
+  EXPECT_EQ(sb.total.savings_proposed_monthly, 6'880'000LL * 730 * 3 / 4);
+  // A second cycle finds the change made: nothing new is patched.
+  cluster_.api().ClearRequests();
+  s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->applied, 0u);
+  for (const auto& req : cluster_.api().requests())
+    EXPECT_FALSE(req.method == "PATCH" && req.path.find("/deployments/") != std::string::npos)
+        << req.path;
+}
+
+TEST_F(UpdaterKubeTest, ConflictsAreReReadAndRetried) {
+  cluster_.api().InterposeWrites("deployments", 2);
+  auto d = Daemon();
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->applied, 1u) << ::testing::PrintToString(s->messages);
+  int conflicts = 0;
+  for (const auto& r : cluster_.api().requests()) conflicts += r.status == 409;
+  EXPECT_EQ(conflicts, 2);
+  EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/mig-1g.20gb", "1"}}));
+  // The other writer's change survived the retry.
+  EXPECT_TRUE(cluster_.api().Get("deployments", "ml-dev", "server")["metadata"]["labels"].contains(
+      "interposed-writer"));
+}
+
+TEST_F(UpdaterKubeTest, ForbiddenPatchIsReportedWithVerbAndResource) {
+  testing::KubeUser user = UpdaterUser();
+  user.rules[0].verbs = {"get", "list", "watch"};  // no patch on workloads
+  cluster_.api().AddUser("no-patch", user);
+  auto d = Daemon("no-patch");
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->applied, 0u);
+  EXPECT_EQ(s->failed, 1u);
+  const std::string all = ::testing::PrintToString(s->messages);
+  EXPECT_NE(all.find("cannot patch resource \\\"deployments\\\" in API group \\\"apps\\\" in the "
+                     "namespace \\\"ml-dev\\\""),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/gpu", "1"}}));
+  EXPECT_TRUE(LedgerHas(ApplyRowId(Rec("ml-dev", "server"), "nvidia.com/mig-1g.20gb=1", "failed")));
+  EXPECT_EQ(EventReasons("ml-dev"), (std::vector<std::string>{"GpuvpaApplyFailed"}));
+  EXPECT_EQ(Ledger().total.savings_realised_monthly, 0);
+}
+
+TEST_F(UpdaterKubeTest, CudaOomAfterAChangeRollsBackWithABumpAndWaitsForNewEvidence) {
+  auto d = Daemon();
+  ASSERT_EQ(d->RunCycle(UnixNowSeconds())->applied, 1u);
+  // The new pod dies with a CUDA OOM.
+  json pod = KubeTestCluster::Pod("ml-dev", "server-7d9f", "server", "main");
+  pod["status"]["containerStatuses"][0]["restartCount"] = 1;
+  pod["status"]["containerStatuses"][0]["lastState"] = {
+      {"terminated",
+       {{"exitCode", 1},
+        {"reason", "Error"},
+        {"message", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}}}};
+  cluster_.api().Seed(pod);
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->rolled_back, 1u) << ::testing::PrintToString(s->messages);
+  EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/gpu", "1"}}));
+  const json w = cluster_.api().Get("deployments", "ml-dev", "server");
+  EXPECT_FALSE(w["metadata"]["annotations"].contains(kAppliedChangeAnnotation));
+  EXPECT_TRUE(w["metadata"]["annotations"].contains(kRolledBackAnnotation));
+  const json g = cluster_.api().Get("gpuverticalpodautoscalers", "ml-dev", "server");
+  // The bump: the recommender's OOM rule over 1g.20gb's usable 19968 MB.
+  const double floor = recommender::VramAfterCudaOom(19968.0 * 1024 * 1024);
+  EXPECT_EQ(g["status"]["rollback"]["vramFloor"], FormatQuantityBytes(floor));
+  bool rolled_back_condition = false;
+  for (const json& c : g["status"]["conditions"])
+    if (c["type"] == "RolledBack") rolled_back_condition = c["status"] == "True";
+  EXPECT_TRUE(rolled_back_condition);
+  EXPECT_EQ(EventReasons("ml-dev").back(), "GpuvpaRolledBack");
+  // Savings realised net of the rollback: zero.
+  EXPECT_EQ(Ledger().total.savings_realised_monthly, 0);
+  // The same evidence: no new attempt.
+  s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->applied, 0u);
+  EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/gpu", "1"}}));
+  // A day more of history: a change again, above the floor (1g.20gb no longer qualifies).
+  WriteRecs(recs_path_, {Rec("ml-dev", "server", 8 * 86400 + 60), Rec("ml-prod", "server")});
+  s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->applied, 1u) << ::testing::PrintToString(s->messages);
+  const json limits = Limits("ml-dev");
+  ASSERT_EQ(limits.size(), 1u);
+  const std::string resource = limits.begin().key();
+  EXPECT_EQ(resource, "nvidia.com/mig-3g.40gb") << limits;  // 40192 MB >= the floor
+}
+
+// A production namespace as the product defines it, written here independently of the policy
+// code: label environment in {production, prod}, or a name prod, production, prod-*, *-prod,
+// *-production.
+bool IsProduction(const std::string& ns, const std::string& environment) {
+  auto ends = [&](const std::string& s) {
+    return ns.size() >= s.size() && ns.compare(ns.size() - s.size(), s.size(), s) == 0;
+  };
+  return environment == "production" || environment == "prod" || ns == "prod" ||
+         ns == "production" || ns.rfind("prod-", 0) == 0 || ends("-prod") || ends("-production");
+}
+
+TEST_F(UpdaterKubeTest, ProductionIsNeverPatchedOverAThousandRandomWorkloadsAndPolicies) {
+  std::mt19937 rng(20261203);
+  auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  const std::vector<std::string> shapes = {"prod-", "", "team-", "ml-", "production-x"};
+  const std::vector<std::string> tails = {"-prod", "-production", "-dev", "-staging", ""};
+  UpdaterPolicy policy;
+  std::map<std::string, std::string> environment;
+  std::vector<v1::Recommendation> recs;
+  for (int n = 0; n < 100; ++n) {
+    std::string ns = pick(shapes) + "ns" + std::to_string(n) + pick(tails);
+    if (n == 0) ns = "prod";
+    if (n == 1) ns = "production";
+    const std::string env = pick({"production", "prod", "dev", "staging", ""});
+    environment[ns] = env;
+    json labels = json::object();
+    if (!env.empty()) labels["environment"] = env;
+    cluster_.api().Seed(KubeTestCluster::Namespace(ns, labels));
+    // The policy file may even say Auto for a production namespace: it must not matter.
+    policy.namespace_modes[ns] = static_cast<UpdateMode>(rng() % 3);
+    for (int w = 0; w < 10; ++w) {
+      const std::string name = "w" + std::to_string(w);
+      const std::string mode = rng() % 4 == 0 ? "" : pick({"Off", "Report", "Auto", "Auto"});
+      Seed(ns, labels, name, mode);
+      recs.push_back(Rec(ns, name));
+    }
+  }
+  WriteRecs(recs_path_, recs);
+  ChangeLimits unlimited;
+  unlimited.per_cluster_per_hour = 1000000;
+  unlimited.per_namespace_per_hour = 1000000;
+  auto d = Daemon(testing::kAdminToken, policy, unlimited);
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->failed, 0u) << ::testing::PrintToString(s->messages);
+  size_t patched_non_production = 0, production_workloads = 0;
+  for (const auto& [ns, env] : environment) {
+    for (int w = 0; w < 10; ++w) {
+      const json limits = Limits(ns, "w" + std::to_string(w));
+      const bool patched = !limits.contains("nvidia.com/gpu");
+      if (IsProduction(ns, env)) {
+        ++production_workloads;
+        EXPECT_FALSE(patched) << ns << "/w" << w << " is production";
+      } else {
+        patched_non_production += patched;
+      }
+    }
+  }
+  for (const auto& r : cluster_.api().requests())
+    if (r.method == "PATCH" && r.path.find("/deployments/") != std::string::npos) {
+      const std::string ns = r.path.substr(r.path.find("/namespaces/") + 12);
+      const std::string name = ns.substr(0, ns.find('/'));
+      EXPECT_FALSE(IsProduction(name, environment[name])) << r.path << "?" << r.query;
+    }
+  // The property is not vacuous: both kinds are present and changes did happen elsewhere.
+  EXPECT_GT(production_workloads, 200u);
+  EXPECT_GT(patched_non_production, 50u);
+  EXPECT_EQ(s->applied, patched_non_production);
+}
+
+TEST_F(UpdaterKubeTest, TwoProcessesOnlyTheLeaseHolderActsAndTheOtherTakesOver) {
+  const std::string kubeconfig = cluster_.Kubeconfig(kUpdaterToken, "updater.yaml");
+  auto start = [&](const std::string& identity) {
+    return testing::SpawnProcess(
+        {std::string(GPUVPA_BIN_DIR) + "/gpuvpa-updater", "--kubeconfig", kubeconfig,
+         "--recommendations", recs_path_, "--ledger", cluster_.dir().Path(identity + ".db"),
+         "--identity", identity, "--interval", "0.5", "--lease-duration", "3", "--log-level",
+         "warn"},
+        cluster_.dir().Path(identity + ".log"));
+  };
+  pid_t a = start("updater-a");
+  pid_t b = start("updater-b");
+  auto holder = [&] {
+    const json lease = cluster_.api().Get("leases", "gpuvpa", "gpuvpa-updater");
+    return lease.is_null() ? std::string() : lease["spec"].value("holderIdentity", "");
+  };
+  auto wait_for = [](const std::function<bool()>& done, double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return done();
+  };
+  ASSERT_TRUE(wait_for([&] { return !holder().empty(); }, 20));
+  const std::string first = holder();
+  ASSERT_TRUE(wait_for([&] { return Limits("ml-dev").contains("nvidia.com/mig-1g.20gb"); }, 20));
+  // Let both run a few more cycles: the standby must do nothing.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  auto event_hosts = [&] {
+    std::set<std::string> hosts;
+    for (const json& e : cluster_.api().List("events", "ml-dev")) hosts.insert(e["source"]["host"]);
+    return hosts;
+  };
+  EXPECT_EQ(event_hosts(), (std::set<std::string>{first}));
+  std::set<std::string> status_writers;
+  for (const auto& r : cluster_.api().requests())
+    if (r.method == "PATCH" && r.path.find("/status") != std::string::npos)
+      status_writers.insert(r.user);
+  EXPECT_EQ(status_writers.size(), 1u);
+  // The leader dies without giving the lease up.
+  pid_t& leader = first == "updater-a" ? a : b;
+  const std::string second = first == "updater-a" ? "updater-b" : "updater-a";
+  const auto killed = std::chrono::steady_clock::now();
+  testing::KillProcess(leader);
+  ASSERT_TRUE(wait_for([&] { return holder() == second; }, 10));
+  const double takeover_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  // Within the lease duration (3 s) plus one standby check (a third of it) and the poll here.
+  EXPECT_LT(takeover_s, 3 + 1 + 0.5) << takeover_s;
+  std::cout << "takeover after " << takeover_s << " s\n";
+  // The new leader acts: a workload added now is changed by it.
+  Seed("ml-dev", {}, "second");
+  WriteRecs(recs_path_,
+            {Rec("ml-dev", "server"), Rec("ml-prod", "server"), Rec("ml-dev", "second")});
+  ASSERT_TRUE(
+      wait_for([&] { return Limits("ml-dev", "second").contains("nvidia.com/mig-1g.20gb"); }, 20));
+  std::set<std::string> second_hosts;
+  for (const json& e : cluster_.api().List("events", "ml-dev"))
+    if (e["involvedObject"]["name"] == "second") second_hosts.insert(e["source"]["host"]);
+  EXPECT_EQ(second_hosts, (std::set<std::string>{second}));
+  pid_t& other = first == "updater-a" ? b : a;
+  ::kill(other, SIGTERM);
+  int status = 0;
+  ::waitpid(other, &status, 0);
+  other = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // A clean stop gives the lease up.
+  EXPECT_EQ(holder(), "");
+}
+
+}  // namespace
+}  // namespace gpuvpa::updater

@@ -1,0 +1,395 @@
+// The updater daemon's cycle, metrics and probes.
+#include "updater/daemon/updater_daemon.h"
+
+#include <grpcpp/grpcpp.h>
+#include <prometheus/text_serializer.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "core/base/atomic_file.h"
+#include "core/base/time_format.h"
+#include "core/gpu/gpu_catalog.h"
+#include "proto/gpuvpa.grpc.pb.h"
+#include "updater/cmd/plan_inputs.h"
+#include "updater/kube/gvpa.h"
+#include "updater/plan/proposal_ledger.h"
+#include "updater/report/report_files.h"
+
+namespace gpuvpa::updater {
+
+using json = nlohmann::json;
+
+namespace {
+
+// How long the recommender's List may take.
+constexpr std::chrono::seconds kRecommenderTimeout{10};
+
+std::string WorkloadKey(const std::string& ns, const std::string& kind, const std::string& name) {
+  return ns + "/" + kind + "/" + name;
+}
+
+// The action with the change withheld, saying why.
+void Withhold(PlannedAction& a, const std::string& why) {
+  a.kind = PlanKind::kNoChange;
+  a.reason = why;
+  a.auto_apply = false;
+  a.to_allocation = a.from_allocation;
+  a.to_model = a.from_model;
+  a.monthly_after = a.monthly_before;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<UpdaterDaemon>> UpdaterDaemon::Create(UpdaterDaemonOptions options,
+                                                             GpuvpaConfig config,
+                                                             UpdaterPolicy policy,
+                                                             std::unique_ptr<KubeClient> client) {
+  if (options.recommender_address.empty() == options.recommendations_file.empty())
+    return InvalidArgumentError(
+        "give the recommender's address or a recommendations file, exactly one");
+  if (options.lease.identity.empty())
+    return InvalidArgumentError("the lease identity (--identity) is empty");
+  if (!(options.interval_s > 0)) return InvalidArgumentError("--interval must be positive");
+  if (!options.report_dir.empty()) {
+    if (Result<ReportFormats> f = ParseFormats(options.report_formats); !f.ok()) return f.status();
+    std::error_code ec;
+    std::filesystem::create_directories(options.report_dir, ec);
+    if (ec) return InvalidArgumentError("--report-dir " + options.report_dir + ": " + ec.message());
+  }
+  std::unique_ptr<UpdaterDaemon> d(new UpdaterDaemon(std::move(options), std::move(config),
+                                                     std::move(policy), std::move(client)));
+  if (!d->options_.ledger_path.empty()) {
+    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(d->options_.ledger_path);
+    if (!ledger.ok()) return ledger.status();
+    d->ledger_ = std::move(ledger).value();
+  }
+  return d;
+}
+
+UpdaterDaemon::UpdaterDaemon(UpdaterDaemonOptions options, GpuvpaConfig config,
+                             UpdaterPolicy policy, std::unique_ptr<KubeClient> client)
+    : options_(std::move(options)),
+      config_(std::move(config)),
+      policy_(std::move(policy)),
+      client_(std::move(client)),
+      elector_(*client_, options_.lease),
+      gvpas_(*client_, kube::kGpuVerticalPodAutoscalers, ""),
+      limiter_(options_.limits),
+      registry_(std::make_shared<prometheus::Registry>()) {
+  auto gauge = [this](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_).Add({});
+  };
+  auto counter = [this](const char* name, const char* help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_).Add({});
+  };
+  leader_ = gauge("gpuvpa_updater_leader", "1 while this replica holds the lease");
+  last_cycle_ = gauge("gpuvpa_updater_last_cycle_timestamp_seconds",
+                      "When the last complete cycle ran (Unix seconds)");
+  cycles_ = counter("gpuvpa_updater_cycles_total", "Cycles run, as leader or standby");
+  applied_ = counter("gpuvpa_updater_changes_applied_total", "Changes patched into workloads");
+  rollbacks_ = counter("gpuvpa_updater_rollbacks_total", "Changes rolled back");
+  failures_ = counter("gpuvpa_updater_failures_total",
+                      "Steps that failed: API refusals, conflicts never resolved, invalid objects");
+}
+
+UpdaterDaemon::~UpdaterDaemon() = default;
+
+Result<std::vector<v1::Recommendation>> UpdaterDaemon::LoadRecommendations() {
+  if (!options_.recommendations_file.empty()) {
+    Result<std::string> text = ReadWholeFile(options_.recommendations_file);
+    if (!text.ok()) return text.status();
+    Result<std::vector<v1::Recommendation>> parsed = ParseRecommendationsJson(*text);
+    if (!parsed.ok())
+      return InvalidArgumentError(options_.recommendations_file + ": " + parsed.status().message());
+    return parsed;
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (options_.recommender_ca_file.empty()) {
+    credentials = grpc::InsecureChannelCredentials();
+  } else {
+    Result<std::string> ca = ReadWholeFile(options_.recommender_ca_file);
+    if (!ca.ok()) return ca.status();
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = *ca;
+    credentials = grpc::SslCredentials(tls);
+  }
+  auto stub = v1::RecommendationService::NewStub(
+      grpc::CreateChannel(options_.recommender_address, credentials));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kRecommenderTimeout);
+  v1::ListRecommendationsResponse response;
+  const grpc::Status s = stub->List(&context, v1::ListRecommendationsRequest(), &response);
+  if (!s.ok())
+    return UnavailableError("recommender " + options_.recommender_address + ": " +
+                            s.error_message());
+  return std::vector<v1::Recommendation>(response.recommendations().begin(),
+                                         response.recommendations().end());
+}
+
+Result<Labels> UpdaterDaemon::NamespaceLabels(const std::string& ns,
+                                              std::map<std::string, Labels>& cache) {
+  if (auto it = cache.find(ns); it != cache.end()) return it->second;
+  Result<json> object = client_->Get(kube::kNamespaces, "", ns);
+  if (!object.ok()) return object.status();
+  Labels labels;
+  const json l = (*object)["metadata"].value("labels", json::object());
+  for (auto it = l.begin(); it != l.end(); ++it)
+    if (it->is_string()) labels[it.key()] = it->get<std::string>();
+  cache[ns] = labels;
+  return labels;
+}
+
+Result<CycleSummary> UpdaterDaemon::RunCycle(double now_s, int watch_s) {
+  CycleSummary summary;
+  cycles_->Increment();
+  auto set_ready = [&](bool ready, const std::string& why) {
+    std::lock_guard<std::mutex> lock(probe_mu_);
+    ready_ = ready;
+    not_ready_reason_ = why;
+  };
+  auto not_ready = [&](const Status& s) {
+    set_ready(false, s.message());
+    failures_->Increment();
+    return s;
+  };
+  Result<bool> leading = elector_.TryAcquireOrRenew(now_s);
+  leader_->Set(leading.ok() && *leading ? 1 : 0);
+  if (!leading.ok()) return not_ready(leading.status());
+  summary.leading = *leading;
+  if (!*leading) {
+    set_ready(true, "");  // a standby is ready: it takes over when the leader goes
+    return summary;
+  }
+  Result<size_t> synced = gvpas_.Sync(watch_s);
+  if (!synced.ok()) return not_ready(synced.status());
+  // The watch window may have taken a while: act at the time it ended.
+  if (watch_s > 0) now_s = UnixNowSeconds();
+  if (!elector_.leading(now_s)) return summary;
+  Result<std::vector<v1::Recommendation>> recs = LoadRecommendations();
+  if (!recs.ok()) return not_ready(recs.status());
+
+  std::map<std::string, std::vector<const v1::Recommendation*>> by_workload;
+  for (const v1::Recommendation& r : *recs) {
+    const v1::WorkloadIdentity& id = r.identity();
+    by_workload[WorkloadKey(id.namespace_name(), id.owner_kind(), id.owner_name())].push_back(&r);
+  }
+  ChangeContext ctx{*client_, ledger_.get(),           policy_,
+                    limiter_, options_.lease.identity, options_.limits.max_conflict_retries};
+  std::map<std::string, Labels> namespace_labels;
+  std::vector<PlannedAction> all_actions;
+  std::set<std::string> covered;
+
+  // Plans, rolls back and applies one workload's containers; returns the actions.
+  auto handle = [&](const std::string& ns, const std::string& kind, const std::string& name,
+                    UpdateMode mode, const Gvpa* gvpa, GvpaStatusInput* status) -> Status {
+    Result<Labels> labels = NamespaceLabels(ns, namespace_labels);
+    if (!labels.ok()) return labels.status();
+    UpdaterPolicy policy = policy_;
+    policy.namespace_modes[ns] = mode;
+    policy.namespace_labels[ns] = *labels;
+    const auto it = by_workload.find(WorkloadKey(ns, kind, name));
+    const std::vector<const v1::Recommendation*> recs_of =
+        it == by_workload.end() ? std::vector<const v1::Recommendation*>{} : it->second;
+    std::optional<GvpaRollback> rollback = gvpa ? gvpa->rollback : std::nullopt;
+    // A change that went wrong is undone before anything new is planned.
+    auto current_of = [&](const std::string& container) -> const v1::Recommendation* {
+      for (const v1::Recommendation* r : recs_of)
+        if (r->identity().container() == container) return r;
+      return nullptr;
+    };
+    Result<RollbackOutcome> rb =
+        CheckRollback(ctx, ns, kind, name, current_of, options_.rollback_window_s, now_s);
+    if (!rb.ok()) {
+      ++summary.failed;
+      summary.messages.push_back(ns + "/" + name + ": rollback check: " + rb.status().message());
+    } else if (rb->rolled_back) {
+      ++summary.rolled_back;
+      summary.messages.push_back(ns + "/" + name + ": rolled back: " + rb->reason);
+      GvpaRollback r;
+      r.time = FormatTimestamp(now_s);
+      r.reason = rb->reason;
+      r.vram_floor_bytes = rb->vram_floor_bytes;
+      const v1::Recommendation* evidence = current_of(rb->change.container);
+      r.evidence = evidence ? EvidenceMark(*evidence) : "0:0";
+      rollback = r;
+    }
+    if (status != nullptr) status->rollback = rollback;
+    for (const v1::Recommendation* r : recs_of) {
+      const GvpaContainerPolicy* cp = gvpa ? gvpa->PolicyFor(r->identity().container()) : nullptr;
+      UpdaterPolicy container_policy = policy;
+      if (cp != nullptr && !cp->allowed_gpu_models.empty())
+        container_policy.allowed_gpu_models = cp->allowed_gpu_models;
+      const Planner planner(GpuCatalog::BuiltIn(), config_.prices, config_.region,
+                            std::move(container_policy));
+      PlannedAction a = planner.Plan(Constrain(*r, cp, rollback));
+      ++summary.planned;
+      if (cp != nullptr && cp->opted_out && a.changes()) Withhold(a, "container policy mode Off");
+      if (cp != nullptr && a.kind == PlanKind::kMigProfile && !cp->allowed_mig_profiles.empty()) {
+        Result<GpuAllocation> to = ParseGpuAllocation(a.to_allocation);
+        if (to.ok() && std::find(cp->allowed_mig_profiles.begin(), cp->allowed_mig_profiles.end(),
+                                 to->mig_profile) == cp->allowed_mig_profiles.end())
+          Withhold(a, "MIG profile " + to->mig_profile + " is not in allowedMigProfiles");
+      }
+      if (rollback && a.changes() && !HasNewEvidence(*r, *rollback, options_.rollback_hold_s))
+        Withhold(a, "rolled back at " + rollback->time + "; waiting for new evidence");
+      if (a.auto_apply) {
+        Result<ChangeOutcome> outcome = ApplyChange(ctx, a, now_s);
+        if (!outcome.ok()) {
+          ++summary.failed;
+          summary.messages.push_back(ns + "/" + name +
+                                     ": apply failed: " + outcome.status().message());
+        } else {
+          summary.messages.push_back(ns + "/" + name + ": " + outcome->message);
+          if (outcome->applied) {
+            ++summary.applied;
+            if (status != nullptr) {
+              status->applied = a.to_allocation;
+              status->last_applied = {{"time", FormatTimestamp(now_s)},
+                                      {"container", r->identity().container()},
+                                      {"from", a.from_allocation},
+                                      {"to", a.to_allocation},
+                                      {"evidence", EvidenceMark(*r)}};
+              status->rollback.reset();
+            }
+          }
+        }
+      }
+      if (status != nullptr) status->actions.push_back(a);
+      all_actions.push_back(std::move(a));
+    }
+    return OkStatus();
+  };
+
+  std::vector<std::string> keys;
+  for (const auto& [key, object] : gvpas_.objects()) keys.push_back(key);
+  for (const std::string& key : keys) {
+    const json& object = gvpas_.objects().at(key);
+    Result<Gvpa> gvpa = ParseGvpa(object);
+    if (!gvpa.ok()) {
+      ++summary.failed;
+      summary.messages.push_back(gvpa.status().message());
+      continue;
+    }
+    ++summary.gvpas;
+    covered.insert(WorkloadKey(gvpa->ns, gvpa->target_kind, gvpa->target_name));
+    GvpaStatusInput status;
+    status.now = FormatTimestamp(now_s);
+    const json old_status = object.value("status", json::object());
+    status.last_applied = old_status.value("lastApplied", json());
+    status.applied = old_status.value("summary", json::object()).value("applied", "");
+    if (status.applied == "-") status.applied.clear();
+    if (Status s =
+            handle(gvpa->ns, gvpa->target_kind, gvpa->target_name, gvpa->mode, &*gvpa, &status);
+        !s.ok()) {
+      ++summary.failed;
+      summary.messages.push_back(key + ": " + s.message());
+      continue;
+    }
+    if (status.rollback) {
+      status.applied.clear();
+      status.last_applied = nullptr;
+    }
+    KubeWriteOptions write_status;
+    write_status.subresource = "status";
+    write_status.field_manager = "gpuvpa-updater";
+    json new_status = BuildGvpaStatus(*gvpa, status);
+    // A merge patch replaces lists whole; fields no longer set are removed.
+    for (const char* key_name : {"lastApplied", "rollback"})
+      if (!new_status.contains(key_name) && old_status.contains(key_name))
+        new_status[key_name] = nullptr;
+    Result<json> written = client_->MergePatch(kube::kGpuVerticalPodAutoscalers, gvpa->ns,
+                                               gvpa->name, {{"status", new_status}}, write_status);
+    if (!written.ok()) {
+      ++summary.failed;
+      summary.messages.push_back(key + ": status: " + written.status().message());
+    }
+  }
+  // Workloads without a GpuVerticalPodAutoscaler: the policy file's namespace default.
+  for (const auto& [key, recs_of] : by_workload) {
+    if (covered.contains(key) || recs_of.empty()) continue;
+    const v1::WorkloadIdentity& id = recs_of.front()->identity();
+    const PolicyDecision d =
+        DecidePolicy(policy_, id.namespace_name(), id.owner_kind(), id.owner_name());
+    if (d.mode == UpdateMode::kOff) continue;
+    if (Status s =
+            handle(id.namespace_name(), id.owner_kind(), id.owner_name(), d.mode, nullptr, nullptr);
+        !s.ok()) {
+      ++summary.failed;
+      summary.messages.push_back(key + ": " + s.message());
+    }
+  }
+  if (ledger_) {
+    // One proposal row per workload-container and hour while the evidence holds.
+    const int64_t hour = static_cast<int64_t>(std::floor(now_s / 3600)) * 3600;
+    Result<size_t> added = ledger_->Append(ProposalRows(all_actions, hour));
+    if (!added.ok()) summary.messages.push_back("ledger: " + added.status().message());
+  }
+  if (!options_.report_dir.empty() && now_s - last_report_s_ >= options_.report_interval_s) {
+    ReportInput input;
+    input.actions = all_actions;
+    input.charts.resize(input.actions.size());
+    input.generated_at_s = static_cast<int64_t>(now_s);
+    input.as_of_s = static_cast<int64_t>(now_s);
+    input.source = options_.recommendations_file.empty()
+                       ? "recommender " + options_.recommender_address
+                       : "recommendations " + options_.recommendations_file;
+    input.scale_to_zero = policy_.scale_to_zero;
+    Result<std::vector<std::string>> written =
+        WriteReports(input, options_.report_dir, *ParseFormats(options_.report_formats));
+    if (written.ok())
+      last_report_s_ = now_s;
+    else
+      summary.messages.push_back("reports: " + written.status().message());
+  }
+  set_ready(true, "");
+  applied_->Increment(static_cast<double>(summary.applied));
+  rollbacks_->Increment(static_cast<double>(summary.rolled_back));
+  failures_->Increment(static_cast<double>(summary.failed));
+  last_cycle_->Set(now_s);
+  return summary;
+}
+
+void UpdaterDaemon::Run() {
+  while (!stop_) {
+    const double started = UnixNowSeconds();
+    // The leader's informer watch doubles as the wait between cycles.
+    const int watch_s = std::max(1, static_cast<int>(options_.interval_s));
+    Result<CycleSummary> s = RunCycle(started, elector_.leading(started) ? watch_s : 0);
+    if (!s.ok()) {
+      spdlog::warn("cycle: {}", s.status().message());
+    } else {
+      for (const std::string& m : s->messages) spdlog::info("{}", m);
+    }
+    const double spent = UnixNowSeconds() - started;
+    std::unique_lock<std::mutex> lock(stop_mu_);
+    // The renewal must happen well inside the lease: never wait longer than a third of it.
+    const double wait =
+        std::min(options_.lease.duration_s / 3, std::max(0.0, options_.interval_s - spent));
+    stop_cv_.wait_for(lock, std::chrono::duration<double>(wait), [this] { return stop_.load(); });
+  }
+  if (Status s = elector_.Release(); !s.ok()) spdlog::warn("lease release: {}", s.message());
+}
+
+void UpdaterDaemon::Stop() {
+  stop_ = true;
+  stop_cv_.notify_all();
+}
+
+HttpServerResponse UpdaterDaemon::HandleHttp(const std::string& path) const {
+  if (path == "/healthz") return {200, "text/plain; charset=utf-8", "ok\n"};
+  if (path == "/readyz") {
+    std::lock_guard<std::mutex> lock(probe_mu_);
+    return ready_ ? HttpServerResponse{200, "text/plain; charset=utf-8", "ready\n"}
+                  : HttpServerResponse{503, "text/plain; charset=utf-8",
+                                       "not ready: " + not_ready_reason_ + "\n"};
+  }
+  if (path != "/metrics") return {404, "text/plain; charset=utf-8", "not found\n"};
+  return {200, "text/plain; version=0.0.4; charset=utf-8",
+          prometheus::TextSerializer().Serialize(registry_->Collect())};
+}
+
+}  // namespace gpuvpa::updater

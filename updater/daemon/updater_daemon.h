@@ -1,0 +1,113 @@
+// gpuvpa-updater's loop. Each cycle, while this replica holds the Lease:
+//   1. recommendations from the recommender's gRPC API (or a JSON file);
+//   2. the GpuVerticalPodAutoscaler objects (an informer: list, then watch windows);
+//   3. per object: the recommendations of its target, constrained by its container policies
+//      and any rollback floor, planned under the policy with the object's update mode (a
+//      production namespace, read from the API, is never Auto); failed recent changes rolled
+//      back; Auto changes applied (dry run, patch, ledger, Events); the status written through
+//      the status subresource;
+//   4. workloads without an object follow the namespace default of the policy file;
+//   5. proposals to the ledger (at most one row per workload-container per hour of unchanged
+//      evidence) and, on their own interval, the owner reports to a directory.
+// /metrics, /healthz and /readyz are served on the side.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/cost/config.h"
+#include "core/cost/ledger.h"
+#include "core/kube/kube_client.h"
+#include "core/net/http_server.h"
+#include "updater/kube/leader_election.h"
+#include "updater/kube/workload_change.h"
+#include "updater/plan/planner.h"
+
+namespace gpuvpa::updater {
+
+struct UpdaterDaemonOptions {
+  // Recommendations: one of these.
+  std::string recommender_address;  // host:port of gpuvpa.v1.RecommendationService
+  std::string recommender_ca_file;  // TLS to the recommender when set
+  std::string recommendations_file;
+  std::string ledger_path;  // "" : no ledger rows
+  std::string report_dir;   // "" : no reports
+  std::string report_formats = "html,md,json,csv";
+  double report_interval_s = 3600;
+  double interval_s = 60;
+  LeaseOptions lease;
+  double rollback_window_s = 3600;
+  // A rolled-back workload waits for this much more history (or a new OOM) before a new change.
+  double rollback_hold_s = 24 * 3600;
+  ChangeLimits limits;
+};
+
+struct CycleSummary {
+  bool leading = false;
+  size_t gvpas = 0;
+  size_t planned = 0;
+  size_t applied = 0;
+  size_t rolled_back = 0;
+  size_t failed = 0;
+  std::vector<std::string> messages;  // one line per notable step
+};
+
+class UpdaterDaemon {
+ public:
+  static Result<std::unique_ptr<UpdaterDaemon>> Create(UpdaterDaemonOptions options,
+                                                       GpuvpaConfig config, UpdaterPolicy policy,
+                                                       std::unique_ptr<KubeClient> client);
+  ~UpdaterDaemon();
+
+  // One cycle at `now_s`; the informer's watch window waits up to `watch_s` (0: list only).
+  Result<CycleSummary> RunCycle(double now_s, int watch_s = 0);
+  // Cycles until Stop(); releases the lease on the way out.
+  void Run();
+  void Stop();
+
+  HttpServerResponse HandleHttp(const std::string& path) const;
+
+ private:
+  UpdaterDaemon(UpdaterDaemonOptions options, GpuvpaConfig config, UpdaterPolicy policy,
+                std::unique_ptr<KubeClient> client);
+  Result<std::vector<v1::Recommendation>> LoadRecommendations();
+  Result<Labels> NamespaceLabels(const std::string& ns, std::map<std::string, Labels>& cache);
+
+  UpdaterDaemonOptions options_;
+  GpuvpaConfig config_;
+  UpdaterPolicy policy_;
+  std::unique_ptr<KubeClient> client_;
+  LeaderElector elector_;
+  KubeInformer gvpas_;
+  ChangeRateLimiter limiter_;
+  std::unique_ptr<Ledger> ledger_;
+  double last_report_s_ = -1e18;
+
+  std::atomic<bool> stop_{false};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  // Read by the probes from the HTTP thread.
+  mutable std::mutex probe_mu_;
+  bool ready_ = false;
+  std::string not_ready_reason_ = "no cycle yet";
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge* leader_ = nullptr;
+  prometheus::Counter* cycles_ = nullptr;
+  prometheus::Counter* applied_ = nullptr;
+  prometheus::Counter* rollbacks_ = nullptr;
+  prometheus::Counter* failures_ = nullptr;
+  prometheus::Gauge* last_cycle_ = nullptr;
+};
+
+}  // namespace gpuvpa::updater

@@ -1,0 +1,482 @@
+// Apply and rollback of GPU resource changes on Deployments and StatefulSets.
+#include "updater/kube/workload_change.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/base/time_format.h"
+#include "core/gpu/gpu_allocation.h"
+#include "recommender/model/fleet_store.h"
+#include "updater/kube/gvpa.h"
+
+namespace gpuvpa::updater {
+
+using json = nlohmann::json;
+
+namespace {
+
+// A cap on an Event's message (the API limits it to 1 KiB after its own truncation).
+constexpr size_t kMaxEventMessage = 1000;
+
+std::string WorkloadName(const PlannedAction& a) {
+  const v1::WorkloadIdentity& id = a.evidence.identity();
+  return id.owner_kind() + "/" + id.owner_name() + "/" + id.container();
+}
+
+std::string LabelSelectorOf(const json& workload) {
+  std::string selector;
+  const json labels = workload.value("spec", json::object())
+                          .value("selector", json::object())
+                          .value("matchLabels", json::object());
+  for (auto it = labels.begin(); it != labels.end(); ++it)
+    if (it->is_string())
+      selector += (selector.empty() ? "" : ",") + it.key() + "=" + it->get<std::string>();
+  return selector;
+}
+
+bool ContainsNoCase(std::string text, std::string needle) {
+  auto lower = [](std::string& s) {
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  };
+  lower(text);
+  lower(needle);
+  return text.find(needle) != std::string::npos;
+}
+
+// Why a pod shows the change failed, or "".
+std::string FailureOf(const json& pod, const std::string& container) {
+  const json statuses =
+      pod.value("status", json::object()).value("containerStatuses", json::array());
+  for (const json& s : statuses) {
+    if (!s.is_object() || s.value("name", "") != container) continue;
+    for (const char* which : {"state", "lastState"}) {
+      const json st = s.value(which, json::object());
+      const json terminated = st.value("terminated", json::object());
+      const std::string message = terminated.value("message", "");
+      if (ContainsNoCase(message, "CUDA out of memory") ||
+          ContainsNoCase(message, "CUDA_ERROR_OUT_OF_MEMORY"))
+        return "CUDA OOM in pod " + pod["metadata"].value("name", "") + ": " +
+               message.substr(0, 200);
+      if (terminated.value("reason", "") == "OOMKilled")
+        return "container " + container + " of pod " + pod["metadata"].value("name", "") +
+               " was OOMKilled";
+      if (st.value("waiting", json::object()).value("reason", "") == "CrashLoopBackOff")
+        return "pod " + pod["metadata"].value("name", "") + " is in CrashLoopBackOff";
+    }
+  }
+  return "";
+}
+
+LedgerAction Row(const PlannedAction& a, const std::string& step, ActionKind kind,
+                 ActionStatus status, double now_s, const std::string& message) {
+  const v1::WorkloadIdentity& id = a.evidence.identity();
+  LedgerAction row;
+  row.action_id = "apply:" + id.namespace_name() + "/" + WorkloadName(a) + ":" + a.to_allocation +
+                  ":" + a.to_model + ":" + EvidenceMark(a.evidence) + ":" + step;
+  row.time_s = static_cast<int64_t>(now_s);
+  row.kind = kind;
+  row.status = status;
+  row.namespace_name = id.namespace_name();
+  row.workload = WorkloadName(a);
+  row.cost_center = id.cost_center();
+  row.gpu_model = a.to_model;
+  row.before = a.from_allocation;
+  row.after = a.to_allocation;
+  row.monthly_before = a.monthly_before;
+  row.monthly_after = a.monthly_after;
+  row.evidence_json = json{{"step", step}, {"message", message}}.dump();
+  return row;
+}
+
+void Append(ChangeContext& ctx, const std::vector<LedgerAction>& rows) {
+  if (ctx.ledger == nullptr) return;
+  Result<size_t> added = ctx.ledger->Append(rows);
+  if (!added.ok()) spdlog::error("ledger: {}", added.status().message());
+}
+
+void Event(ChangeContext& ctx, const json& object, const std::string& type,
+           const std::string& reason, const std::string& message) {
+  if (Status s = RecordEvent(ctx.client, object, type, reason, message, ctx.identity); !s.ok())
+    spdlog::warn("event {} not recorded: {}", reason, s.message());
+}
+
+// The container's resources with `from` replaced by `to` in limits and requests.
+json ReplaceResource(const json& resources, const GpuResourceRequest& from,
+                     const GpuResourceRequest& to) {
+  json out = resources.is_object() ? resources : json::object();
+  for (const char* section : {"limits", "requests"}) {
+    json s = out.value(section, json::object());
+    const bool had = s.contains(from.name);
+    s.erase(from.name);
+    // Extended resources must be in limits; requests, when given, must equal them.
+    if (std::string(section) == "limits" || had) s[to.name] = to.quantity;
+    out[section] = s;
+  }
+  return out;
+}
+
+// Re-reads the workload and sends the patch `build` makes of it, dry run first when asked;
+// a 409 starts over from the read (at most `retries` times).
+struct PatchAttempt {
+  json patch;          // null: nothing to do
+  std::string reason;  // why nothing, when patch is null
+};
+Result<json> ReadAndPatch(ChangeContext& ctx, const KubeResource& r, const std::string& ns,
+                          const std::string& name, bool dry_run_first,
+                          const std::function<Result<PatchAttempt>(const json&)>& build,
+                          const std::function<void(const json&)>& after_dry_run,
+                          std::string* nothing_reason) {
+  for (int attempt = 0; attempt <= ctx.max_conflict_retries; ++attempt) {
+    Result<json> current = ctx.client.Get(r, ns, name);
+    if (!current.ok()) return current.status();
+    Result<PatchAttempt> made = build(*current);
+    if (!made.ok()) return made.status();
+    if (made->patch.is_null()) {
+      *nothing_reason = made->reason;
+      return *current;
+    }
+    made->patch["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];
+    if (dry_run_first) {
+      KubeWriteOptions dry;
+      dry.dry_run = true;
+      dry.field_manager = "gpuvpa-updater";
+      Result<json> checked = ctx.client.MergePatch(r, ns, name, made->patch, dry);
+      if (!checked.ok() && checked.status().code() == StatusCode::kAborted) continue;
+      if (!checked.ok()) return checked.status();
+      after_dry_run(*current);
+    }
+    KubeWriteOptions real;
+    real.field_manager = "gpuvpa-updater";
+    Result<json> patched = ctx.client.MergePatch(r, ns, name, made->patch, real);
+    if (!patched.ok() && patched.status().code() == StatusCode::kAborted) continue;
+    return patched;
+  }
+  return Status(StatusCode::kAborted, "patch " + r.Describe(ns, name) +
+                                          ": still conflicting after " +
+                                          std::to_string(ctx.max_conflict_retries) + " re-reads");
+}
+
+}  // namespace
+
+std::string ChangeRateLimiter::Check(const std::string& ns, double now_s) {
+  Expire(now_s);
+  if (static_cast<int>(recent_.size()) >= limits_.per_cluster_per_hour)
+    return "rate limit: " + std::to_string(limits_.per_cluster_per_hour) +
+           " changes in the cluster in the last hour";
+  const auto in_ns =
+      std::count_if(recent_.begin(), recent_.end(), [&](const auto& r) { return r.second == ns; });
+  if (in_ns >= limits_.per_namespace_per_hour)
+    return "rate limit: " + std::to_string(limits_.per_namespace_per_hour) +
+           " changes in namespace " + ns + " in the last hour";
+  return "";
+}
+
+void ChangeRateLimiter::Record(const std::string& ns, double now_s) {
+  recent_.emplace_back(now_s, ns);
+}
+
+void ChangeRateLimiter::Expire(double now_s) {
+  while (!recent_.empty() && recent_.front().first <= now_s - 3600) recent_.pop_front();
+}
+
+json AppliedChange::ToJson() const {
+  return {{"id", id},
+          {"container", container},
+          {"from", from_allocation},
+          {"to", to_allocation},
+          {"fromModel", from_model},
+          {"toModel", to_model},
+          {"appliedAt", applied_at_s},
+          {"toVramCapacityBytes", to_vram_capacity_bytes},
+          {"monthlyBeforeMicroUsd", monthly_before},
+          {"monthlyAfterMicroUsd", monthly_after},
+          {"costCenter", cost_center},
+          {"cudaOomCount", cuda_oom_count},
+          {"previousResources", previous_resources},
+          {"previousNodeSelector", previous_node_selector}};
+}
+
+Result<AppliedChange> AppliedChange::FromJson(const json& j) {
+  try {
+    AppliedChange c;
+    c.id = j.at("id");
+    c.container = j.at("container");
+    c.from_allocation = j.at("from");
+    c.to_allocation = j.at("to");
+    c.from_model = j.at("fromModel");
+    c.to_model = j.at("toModel");
+    c.applied_at_s = j.at("appliedAt");
+    c.to_vram_capacity_bytes = j.at("toVramCapacityBytes");
+    c.monthly_before = j.at("monthlyBeforeMicroUsd");
+    c.monthly_after = j.at("monthlyAfterMicroUsd");
+    c.cost_center = j.at("costCenter");
+    c.cuda_oom_count = j.at("cudaOomCount");
+    c.previous_resources = j.at("previousResources");
+    c.previous_node_selector = j.at("previousNodeSelector");
+    return c;
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string("annotation ") + kAppliedChangeAnnotation +
+                                " is not an applied change: " + e.what());
+  }
+}
+
+Status RecordEvent(KubeClient& client, const json& object, const std::string& type,
+                   const std::string& reason, const std::string& message,
+                   const std::string& identity) {
+  const json& m = object["metadata"];
+  const std::string ns = m.value("namespace", "");
+  const std::string now = FormatTimestamp(UnixNowSeconds());
+  const json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"generateName", m.value("name", "object") + "."}, {"namespace", ns}}},
+      {"involvedObject",
+       {{"apiVersion", object.value("apiVersion", "")},
+        {"kind", object.value("kind", "")},
+        {"name", m.value("name", "")},
+        {"namespace", ns},
+        {"uid", m.value("uid", "")},
+        {"resourceVersion", m.value("resourceVersion", "")}}},
+      {"reason", reason},
+      {"message", message.substr(0, kMaxEventMessage)},
+      {"type", type},
+      {"count", 1},
+      {"firstTimestamp", now},
+      {"lastTimestamp", now},
+      {"source", {{"component", "gpuvpa-updater"}, {"host", identity}}},
+      {"reportingComponent", "gpuvpa.io/updater"},
+      {"reportingInstance", identity}};
+  Result<json> created = client.Create(kube::kEvents, ns, event);
+  return created.ok() ? OkStatus() : created.status();
+}
+
+Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, double now_s) {
+  const v1::WorkloadIdentity& id = a.evidence.identity();
+  const std::string& ns = id.namespace_name();
+  auto refuse = [](std::string why) { return ChangeOutcome{false, std::move(why)}; };
+  if (!a.changes()) return refuse("no change planned");
+  if (a.kind == PlanKind::kScaleToZero)
+    return refuse(
+        "scale-to-zero is proposed, never applied: its ScaledObject needs the queue "
+        "the owner names");
+  const KubeResource* resource = kube::WorkloadResource(id.owner_kind());
+  if (resource == nullptr)
+    return refuse(id.owner_kind() + " " + id.owner_name() +
+                  " is not patched (only Deployments and StatefulSets; a Job's pod template is "
+                  "immutable, a bare Pod is never changed)");
+  // The cluster's word on the namespace, whatever the plan says.
+  Result<json> namespace_object = ctx.client.Get(kube::kNamespaces, "", ns);
+  if (!namespace_object.ok()) return namespace_object.status();
+  Labels labels;
+  const json ns_labels = (*namespace_object)["metadata"].value("labels", json::object());
+  for (auto it = ns_labels.begin(); it != ns_labels.end(); ++it)
+    if (it->is_string()) labels[it.key()] = it->get<std::string>();
+  if (ctx.policy.production.Matches(ns, labels))
+    return refuse("namespace " + ns + " is production: never patched");
+  if (std::string limited = ctx.limiter.Check(ns, now_s); !limited.empty()) return refuse(limited);
+
+  Result<GpuAllocation> from = ParseGpuAllocation(a.from_allocation);
+  Result<GpuAllocation> to = ParseGpuAllocation(a.to_allocation);
+  if (!from.ok()) return from.status();
+  if (!to.ok()) return to.status();
+  const GpuResourceRequest old_request = ResourceRequestOf(*from);
+  const GpuResourceRequest new_request = ResourceRequestOf(*to);
+
+  AppliedChange change;
+  change.id =
+      Row(a, "applied", ActionKind::kAppliedChange, ActionStatus::kApplied, now_s, "").action_id;
+  change.container = id.container();
+  change.from_allocation = a.from_allocation;
+  change.to_allocation = a.to_allocation;
+  change.from_model = a.from_model;
+  change.to_model = a.to_model;
+  change.applied_at_s = now_s;
+  change.to_vram_capacity_bytes = a.to_vram_capacity_bytes;
+  change.monthly_before = a.monthly_before;
+  change.monthly_after = a.monthly_after;
+  change.cost_center = id.cost_center();
+  change.cuda_oom_count = a.evidence.cuda_oom_count();
+
+  auto build = [&](const json& w) -> Result<PatchAttempt> {
+    const json annotations = w["metadata"].value("annotations", json::object());
+    if (annotations.value(ctx.policy.opt_out_annotation, "") == "true")
+      return PatchAttempt{nullptr, id.owner_kind() + " " + id.owner_name() + " opted out (" +
+                                       ctx.policy.opt_out_annotation + ")"};
+    const json pod_spec = w.value("spec", json::object())
+                              .value("template", json::object())
+                              .value("spec", json::object());
+    json containers = pod_spec.value("containers", json::array());
+    auto c = std::find_if(containers.begin(), containers.end(), [&](const json& x) {
+      return x.is_object() && x.value("name", "") == id.container();
+    });
+    if (c == containers.end())
+      return Status(NotFoundError(resource->Describe(ns, id.owner_name()) + " has no container \"" +
+                                  id.container() + "\""));
+    const json resources = c->value("resources", json::object());
+    const json limits = resources.value("limits", json::object());
+    const json node_selector = pod_spec.value("nodeSelector", json());
+    const bool model_change = a.to_model != a.from_model;
+    if (limits.value(new_request.name, "") == new_request.quantity &&
+        (old_request.name == new_request.name || !limits.contains(old_request.name)) &&
+        (!model_change || (node_selector.is_object() && node_selector.value(kGpuProductLabel, "") ==
+                                                            ProductLabelPrefix(a.to_model))))
+      return PatchAttempt{nullptr, "already at " + a.to_allocation};
+    change.previous_resources = resources;
+    change.previous_node_selector = node_selector;
+    (*c)["resources"] = ReplaceResource(resources, old_request, new_request);
+    json patch = {
+        {"metadata", {{"annotations", {{kAppliedChangeAnnotation, change.ToJson().dump()}}}}},
+        {"spec", {{"template", {{"spec", {{"containers", containers}}}}}}}};
+    if (model_change)
+      patch["spec"]["template"]["spec"]["nodeSelector"] = {
+          {kGpuProductLabel, ProductLabelPrefix(a.to_model)}};
+    return PatchAttempt{patch, ""};
+  };
+  std::string nothing;
+  json workload_seen;
+  Result<json> patched = ReadAndPatch(
+      ctx, *resource, ns, id.owner_name(), /*dry_run_first=*/true, build,
+      [&](const json& w) {
+        workload_seen = w;
+        Append(ctx, {Row(a, "dry-run", ActionKind::kAppliedChange, ActionStatus::kProposed, now_s,
+                         "server-side dry run accepted")});
+        Event(ctx, w, "Normal", "GpuvpaDryRun",
+              "dry run accepted: " + id.container() + " " + a.from_allocation + " -> " +
+                  a.to_allocation);
+      },
+      &nothing);
+  if (!patched.ok()) {
+    const std::string message = patched.status().message();
+    Append(ctx,
+           {Row(a, "failed", ActionKind::kAppliedChange, ActionStatus::kFailed, now_s, message)});
+    json object = workload_seen;
+    if (object.is_null()) {
+      object = {{"apiVersion", resource->api_version()},
+                {"kind", resource->kind},
+                {"metadata", {{"name", id.owner_name()}, {"namespace", ns}}}};
+    }
+    Event(ctx, object, "Warning", "GpuvpaApplyFailed", message);
+    return patched.status();
+  }
+  if (!nothing.empty()) return refuse(nothing);
+  ctx.limiter.Record(ns, now_s);
+  LedgerAction applied =
+      Row(a, "applied", ActionKind::kAppliedChange, ActionStatus::kApplied, now_s, "patched");
+  // The proposal is carried out: it no longer counts as savings still proposed.
+  LedgerAction closed = Row(a, "proposal-applied", ActionKind::kRecommendation,
+                            ActionStatus::kApplied, now_s, "applied");
+  Append(ctx, {applied, closed});
+  const std::string message = id.container() + " " + a.from_allocation + " -> " + a.to_allocation +
+                              (a.to_model != a.from_model ? " on " + a.to_model : "") +
+                              ", monthly " + FormatUsd(a.monthly_before) + " -> " +
+                              FormatUsd(a.monthly_after);
+  Event(ctx, *patched, "Normal", "GpuvpaApplied", "applied: " + message);
+  return ChangeOutcome{true, "applied: " + message};
+}
+
+Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, const std::string& ns,
+                                      const std::string& kind, const std::string& name,
+                                      const CurrentRecommendation& current_of, double window_s,
+                                      double now_s) {
+  RollbackOutcome out;
+  const KubeResource* resource = kube::WorkloadResource(kind);
+  if (resource == nullptr) return out;
+  Result<json> w = ctx.client.Get(*resource, ns, name);
+  if (!w.ok()) return w.status();
+  const json annotations = (*w)["metadata"].value("annotations", json::object());
+  if (!annotations.contains(kAppliedChangeAnnotation)) return out;
+  const json parsed = json::parse(annotations.value(kAppliedChangeAnnotation, ""), nullptr, false);
+  Result<AppliedChange> change = AppliedChange::FromJson(parsed);
+  if (!change.ok()) return change.status();
+  out.change = *change;
+  if (now_s - change->applied_at_s > window_s) return out;  // settled
+  std::string reason;
+  const v1::Recommendation* current = current_of ? current_of(change->container) : nullptr;
+  if (current != nullptr && current->cuda_oom_count() > change->cuda_oom_count)
+    reason = "the recommender recorded " +
+             std::to_string(current->cuda_oom_count() - change->cuda_oom_count) +
+             " CUDA OOM(s) since the change";
+  if (reason.empty()) {
+    KubeListOptions pods_of;
+    pods_of.label_selector = LabelSelectorOf(*w);
+    if (pods_of.label_selector.empty()) return out;
+    Result<KubeList> pods = ctx.client.List(kube::kPods, ns, pods_of);
+    if (!pods.ok()) return pods.status();
+    for (const json& pod : pods->items) {
+      Result<double> created = ParseTimestamp(
+          pod["metadata"].value("creationTimestamp", std::string("1970-01-01T00:00:00Z")));
+      // Pods from before the change say nothing about it (whole seconds on both sides).
+      if (!created.ok() || *created + 1 < change->applied_at_s) continue;
+      reason = FailureOf(pod, change->container);
+      if (!reason.empty()) break;
+    }
+  }
+  if (reason.empty()) return out;
+  out.rolled_back = true;
+  out.reason = reason;
+  out.vram_floor_bytes = recommender::VramAfterCudaOom(change->to_vram_capacity_bytes);
+  auto build = [&](const json& now_w) -> Result<PatchAttempt> {
+    const json ann = now_w["metadata"].value("annotations", json::object());
+    if (!ann.contains(kAppliedChangeAnnotation))
+      return PatchAttempt{nullptr, "already rolled back"};
+    json containers = now_w["spec"]["template"]["spec"].value("containers", json::array());
+    for (json& c : containers)
+      if (c.is_object() && c.value("name", "") == change->container)
+        c["resources"] = change->previous_resources;
+    json patch = {
+        {"metadata",
+         {{"annotations",
+           {{kAppliedChangeAnnotation, nullptr},
+            {kRolledBackAnnotation,
+             json{{"id", change->id}, {"time", FormatTimestamp(now_s)}, {"reason", reason}}
+                 .dump()}}}}},
+        {"spec", {{"template", {{"spec", {{"containers", containers}}}}}}}};
+    json& selector = patch["spec"]["template"]["spec"]["nodeSelector"];
+    if (change->previous_node_selector.is_object()) {
+      selector = change->previous_node_selector;
+      // Merge patch: keys the change added are removed.
+      const json now_selector =
+          now_w["spec"]["template"]["spec"].value("nodeSelector", json::object());
+      for (auto it = now_selector.begin(); it != now_selector.end(); ++it)
+        if (!selector.contains(it.key())) selector[it.key()] = nullptr;
+    } else {
+      selector = nullptr;
+    }
+    return PatchAttempt{patch, ""};
+  };
+  std::string nothing;
+  Result<json> patched = ReadAndPatch(
+      ctx, *resource, ns, name, /*dry_run_first=*/false, build, [](const json&) {}, &nothing);
+  if (!patched.ok()) {
+    Event(ctx, *w, "Warning", "GpuvpaRollbackFailed", reason + "; " + patched.status().message());
+    return patched.status();
+  }
+  if (!nothing.empty()) {
+    out.rolled_back = false;
+    return out;
+  }
+  LedgerAction row;
+  row.action_id = "rollback:" + change->id;
+  row.time_s = static_cast<int64_t>(now_s);
+  row.kind = ActionKind::kRollback;
+  row.status = ActionStatus::kApplied;
+  row.namespace_name = ns;
+  row.workload = kind + "/" + name + "/" + change->container;
+  row.cost_center = change->cost_center;
+  row.gpu_model = change->from_model;
+  row.before = change->to_allocation;
+  row.after = change->from_allocation;
+  row.monthly_before = change->monthly_after;
+  row.monthly_after = change->monthly_before;
+  row.evidence_json = json{{"reason", reason}, {"vram_floor_bytes", out.vram_floor_bytes}}.dump();
+  Append(ctx, {row});
+  Event(ctx, *patched, "Warning", "GpuvpaRolledBack",
+        "rolled back " + change->container + " " + change->to_allocation + " -> " +
+            change->from_allocation + ": " + reason);
+  return out;
+}
+
+}  // namespace gpuvpa::updater

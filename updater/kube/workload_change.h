@@ -1,0 +1,120 @@
+// Applying a planned action to its owning Deployment or StatefulSet, and rolling it back.
+//
+// Apply (Auto mode only; the caller decides the mode): the namespace is read from the API and a
+// production namespace (the policy's selector) is never patched, whatever any resource says;
+// an opted-out workload, a Job (immutable pod template), a bare Pod and a scale-to-zero
+// proposal (its queue must be named by the owner) are not patched either. A rate limit bounds
+// changes per namespace and per cluster. Then: read the workload, server-side dry-run of the
+// merge patch of its pod template (GPU resource names in limits and requests, the node selector
+// for a GPU model change) carrying the read resourceVersion, then the patch itself; a 409
+// re-reads and retries (bounded); a 403 fails with the API's message naming verb and resource.
+// Every step (dry run, applied, failed) is a ledger row under the cost center with the monthly
+// cost before and after, and a Kubernetes Event on the workload. The applied change and what
+// it replaced are kept in an annotation on the workload, so a restarted updater can roll back.
+//
+// Rollback: within a window after a change, a new pod of the workload with a CUDA OOM (the
+// container's termination message, an OOMKilled container), CrashLoopBackOff, or a CUDA OOM the
+// recommender counted since the change, restores what was replaced, records a `rollback` row
+// (before and after reversed: showback's realised savings are net of it) and an Event, and
+// returns the VRAM floor for the status (the recommender's OOM rule over the failed capacity).
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/base/status.h"
+#include "core/cost/ledger.h"
+#include "core/kube/kube_client.h"
+#include "updater/plan/planner.h"
+
+namespace gpuvpa::updater {
+
+inline constexpr const char* kAppliedChangeAnnotation = "gpuvpa.io/applied-change";
+inline constexpr const char* kRolledBackAnnotation = "gpuvpa.io/rolled-back";
+
+struct ChangeLimits {
+  int per_namespace_per_hour = 2;
+  int per_cluster_per_hour = 20;
+  int max_conflict_retries = 5;
+};
+
+// Changes per namespace and cluster in the last hour (in memory: a restarted updater starts
+// with a fresh budget).
+class ChangeRateLimiter {
+ public:
+  explicit ChangeRateLimiter(ChangeLimits limits) : limits_(limits) {}
+  // Empty when a change in `ns` may happen now, else why not.
+  std::string Check(const std::string& ns, double now_s);
+  void Record(const std::string& ns, double now_s);
+
+ private:
+  void Expire(double now_s);
+  ChangeLimits limits_;
+  std::deque<std::pair<double, std::string>> recent_;
+};
+
+// What the applied-change annotation holds.
+struct AppliedChange {
+  std::string id;
+  std::string container;
+  std::string from_allocation;
+  std::string to_allocation;
+  std::string from_model;
+  std::string to_model;
+  double applied_at_s = 0;
+  double to_vram_capacity_bytes = 0;
+  MicroUsd monthly_before = 0;
+  MicroUsd monthly_after = 0;
+  std::string cost_center;
+  uint32_t cuda_oom_count = 0;            // the recommender's count when applied
+  nlohmann::json previous_resources;      // the container's resources before
+  nlohmann::json previous_node_selector;  // the pod template's, or null
+
+  nlohmann::json ToJson() const;
+  static Result<AppliedChange> FromJson(const nlohmann::json& j);
+};
+
+struct ChangeContext {
+  KubeClient& client;
+  Ledger* ledger = nullptr;  // no rows when null
+  const UpdaterPolicy& policy;
+  ChangeRateLimiter& limiter;
+  std::string identity;  // this updater replica, on Events
+  int max_conflict_retries = 5;
+};
+
+struct ChangeOutcome {
+  bool applied = false;
+  std::string message;  // what happened, or why nothing did
+};
+
+// Errors (the API refused, conflicts never resolved) are returned after their ledger row and
+// Event are written; a refusal by policy is an outcome with applied = false.
+Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& action, double now_s);
+
+struct RollbackOutcome {
+  bool rolled_back = false;
+  std::string reason;
+  double vram_floor_bytes = 0;
+  AppliedChange change;
+};
+
+// The recommendation of a container of the workload now, or null.
+using CurrentRecommendation = std::function<const v1::Recommendation*(const std::string&)>;
+
+// Checks the workload's last applied change (if any, and younger than `window_s`) against its
+// new pods and the changed container's recommendation now, and rolls it back when it failed.
+Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, const std::string& ns,
+                                      const std::string& kind, const std::string& name,
+                                      const CurrentRecommendation& current, double window_s,
+                                      double now_s);
+
+// A Kubernetes Event on `object` (a Deployment, StatefulSet or GpuVerticalPodAutoscaler).
+Status RecordEvent(KubeClient& client, const nlohmann::json& object, const std::string& type,
+                   const std::string& reason, const std::string& message,
+                   const std::string& identity);
+
+}  // namespace gpuvpa::updater
