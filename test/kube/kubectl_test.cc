@@ -3,10 +3,6 @@
 // kubeconfig gets, describes and patches deployments and GpuVerticalPodAutoscalers, using the
 // double's discovery and server-side Table printing.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 
 #include "test/support/kube_test_cluster.h"
@@ -17,17 +13,11 @@ namespace {
 using json = nlohmann::json;
 using testing::KubeTestCluster;
 
-std::string KubectlPath() {
-  if (const char* env = std::getenv("GPUVPA_KUBECTL"); env != nullptr && *env != '\0') return env;
-  return std::string(GPUVPA_SOURCE_DIR) + "/build-tools/kubernetes-client/usr/bin/kubectl";
-}
-
 class KubectlTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(std::filesystem::exists(KubectlPath()))
-        << KubectlPath() << " is missing: run deploy/setup-deps.sh --with-browser";
-    kubeconfig_ = cluster_.Kubeconfig(testing::kAdminToken);
+    ASSERT_TRUE(std::filesystem::exists(KubeTestCluster::KubectlPath()))
+        << KubeTestCluster::KubectlPath() << " is missing: run deploy/setup-deps.sh --with-browser";
     cluster_.api().Seed(KubeTestCluster::Namespace("ml-dev"));
     cluster_.api().Seed(
         KubeTestCluster::Workload("Deployment", "ml-dev", "web", "model", "nvidia.com/gpu", "1"));
@@ -38,24 +28,9 @@ class KubectlTest : public ::testing::Test {
     cluster_.api().Seed(gvpa);
   }
 
-  // Runs kubectl with `args`; returns stdout + stderr and sets `rc`.
-  std::string Kubectl(const std::string& args, int* rc) {
-    const std::string cmd = "HOME='" + cluster_.dir().Path("home") + "' '" + KubectlPath() +
-                            "' --kubeconfig '" + kubeconfig_ + "' --cache-dir '" +
-                            cluster_.dir().Path("cache") + "' --request-timeout 20s " + args +
-                            " 2>&1";
-    std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf{};
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-    const int status = pclose(p);
-    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return out;
-  }
+  std::string Kubectl(const std::string& args, int* rc) { return cluster_.Kubectl(args, rc); }
 
   KubeTestCluster cluster_;
-  std::string kubeconfig_;
 };
 
 TEST_F(KubectlTest, GetsDeployments) {

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
 #include <fstream>
 
 #include "test/support/test_certs.h"
@@ -34,6 +38,30 @@ std::string KubeTestCluster::Kubeconfig(const std::string& token, const std::str
                       << "\ncontexts:\n- name: c\n  context: {cluster: double, user: u, "
                          "namespace: default}\ncurrent-context: c\n";
   return path;
+}
+
+std::string KubeTestCluster::KubectlPath() {
+  if (const char* env = std::getenv("GPUVPA_KUBECTL"); env != nullptr && *env != '\0') return env;
+  return std::string(GPUVPA_SOURCE_DIR) + "/build-tools/kubernetes-client/usr/bin/kubectl";
+}
+
+std::string KubeTestCluster::Kubectl(const std::string& args, int* rc, const std::string& token) {
+  const std::string kubeconfig = Kubeconfig(token, "kubectl-" + token + ".yaml");
+  const std::string cmd = "HOME='" + dir_.Path("home") + "' '" + KubectlPath() +
+                          "' --kubeconfig '" + kubeconfig + "' --cache-dir '" +
+                          dir_.Path("kubectl-cache") + "' --request-timeout 20s " + args + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    *rc = -1;
+    return "popen failed";
+  }
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
 }
 
 json KubeTestCluster::Namespace(const std::string& name, const json& labels) {

@@ -23,6 +23,12 @@ class KubeTestCluster {
   // Writes a kubeconfig for `token` (CA file, token inline) and returns its path.
   std::string Kubeconfig(const std::string& token, const std::string& file_name = "kubeconfig");
 
+  // Debian's kubectl 1.20 (deploy/setup-deps.sh --with-browser extracts it into build-tools/;
+  // GPUVPA_KUBECTL overrides), its path.
+  static std::string KubectlPath();
+  // Runs kubectl against the double as `token`; stdout + stderr, exit status in `rc`.
+  std::string Kubectl(const std::string& args, int* rc, const std::string& token = kAdminToken);
+
   static nlohmann::json Namespace(const std::string& name, const nlohmann::json& labels = {});
   // A Deployment (or StatefulSet) whose one container holds `resource`=`quantity`.
   static nlohmann::json Workload(const std::string& kind, const std::string& ns,

@@ -7,14 +7,18 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "core/base/time_format.h"
 #include "recommender/model/fleet_store.h"
 #include "test/support/kube_test_cluster.h"
 #include "test/support/process.h"
+#include "core/gpu/gpu_allocation.h"
+#include "updater/cmd/plan_inputs.h"
 #include "updater/daemon/updater_daemon.h"
 #include "updater/kube/gvpa.h"
 
@@ -95,7 +99,8 @@ class UpdaterKubeTest : public ::testing::Test {
   }
 
   std::unique_ptr<UpdaterDaemon> Daemon(const std::string& token = kUpdaterToken,
-                                        UpdaterPolicy policy = {}, ChangeLimits limits = {}) {
+                                        UpdaterPolicy policy = {}, ChangeLimits limits = {},
+                                        const std::string& report_dir = "") {
     Result<KubeConnection> c = KubeconfigConnection(cluster_.Kubeconfig(token, token + ".yaml"));
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     auto client = KubeClient::Create(*c);
@@ -105,6 +110,7 @@ class UpdaterKubeTest : public ::testing::Test {
     o.ledger_path = ledger_path_;
     o.lease.identity = "updater-test";
     o.limits = limits;
+    o.report_dir = report_dir;
     Result<GpuvpaConfig> config = LoadConfigFile("");
     EXPECT_TRUE(config.ok());
     auto d = UpdaterDaemon::Create(o, *config, std::move(policy), std::move(client).value());
@@ -150,7 +156,9 @@ class UpdaterKubeTest : public ::testing::Test {
 };
 
 TEST_F(UpdaterKubeTest, DryRunThenPatchInNonProductionOnlyWithLedgerAndEvents) {
-  auto d = Daemon();
+  const std::string reports = cluster_.dir().Path("reports");
+  auto d = Daemon(kUpdaterToken, {}, {}, reports);
+  EXPECT_EQ(d->HandleHttp("/readyz").status, 503);  // no cycle yet
   Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_TRUE(s->leading);
@@ -193,6 +201,14 @@ TEST_F(UpdaterKubeTest, DryRunThenPatchInNonProductionOnlyWithLedgerAndEvents) {
   EXPECT_EQ(sb.total.savings_realised_monthly, 6'880'000LL * 730 * 3 / 4);
   // The applied proposal is no longer "proposed"; production's still is.
   EXPECT_EQ(sb.total.savings_proposed_monthly, 6'880'000LL * 730 * 3 / 4);
+  // The owner reports, the probes and the metrics.
+  for (const char* f : {"report.html", "report.md", "report.json", "report.csv"})
+    EXPECT_TRUE(std::filesystem::exists(reports + "/" + f)) << f;
+  EXPECT_EQ(d->HandleHttp("/readyz").status, 200);
+  EXPECT_EQ(d->HandleHttp("/healthz").status, 200);
+  const std::string metrics = d->HandleHttp("/metrics").body;
+  EXPECT_NE(metrics.find("gpuvpa_updater_changes_applied_total 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("gpuvpa_updater_leader 1"), std::string::npos) << metrics;
   // A second cycle finds the change made: nothing new is patched.
   cluster_.api().ClearRequests();
   s = d->RunCycle(UnixNowSeconds());
@@ -201,6 +217,35 @@ TEST_F(UpdaterKubeTest, DryRunThenPatchInNonProductionOnlyWithLedgerAndEvents) {
   for (const auto& req : cluster_.api().requests())
     EXPECT_FALSE(req.method == "PATCH" && req.path.find("/deployments/") != std::string::npos)
         << req.path;
+}
+
+TEST_F(UpdaterKubeTest, RateLimitAndOptOutAnnotationHoldChangesBack) {
+  Seed("ml-dev", {}, "second");
+  Seed("ml-dev", {}, "third");
+  json w = cluster_.api().Get("deployments", "ml-dev", "third");
+  cluster_.api().Delete("deployments", "ml-dev", "third");
+  w["metadata"]["annotations"]["gpuvpa.io/opt-out"] = "true";
+  for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "generation"})
+    w["metadata"].erase(k);
+  cluster_.api().Seed(w);
+  WriteRecs(recs_path_, {Rec("ml-dev", "server"), Rec("ml-dev", "second"), Rec("ml-dev", "third")});
+  ChangeLimits one;
+  one.per_namespace_per_hour = 1;
+  auto d = Daemon(kUpdaterToken, {}, one);
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->applied, 1u);
+  const std::string all = ::testing::PrintToString(s->messages);
+  EXPECT_NE(all.find("rate limit: 1 changes in namespace ml-dev in the last hour"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("opted out"), std::string::npos) << all;
+  EXPECT_EQ(Limits("ml-dev", "third"), (json{{"nvidia.com/gpu", "1"}}));
+  // An hour later the budget is back (the opted-out workload still stays).
+  s = d->RunCycle(UnixNowSeconds() + 3601);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->applied, 1u) << ::testing::PrintToString(s->messages);
+  EXPECT_EQ(Limits("ml-dev", "third"), (json{{"nvidia.com/gpu", "1"}}));
 }
 
 TEST_F(UpdaterKubeTest, ConflictsAreReReadAndRetried) {
@@ -423,6 +468,63 @@ TEST_F(UpdaterKubeTest, TwoProcessesOnlyTheLeaseHolderActsAndTheOtherTakesOver) 
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   // A clean stop gives the lease up.
   EXPECT_EQ(holder(), "");
+}
+
+// The demo fleet (README command 1) through gpuvpa-updater, seen the way an engineer sees it:
+// `kubectl get gvpa -A -o wide` against the double. chat and fraud are production namespaces.
+TEST_F(UpdaterKubeTest, DemoFleetAsKubectlGetGvpaShowsIt) {
+  for (const char* ns : {"ml-dev", "ml-prod"}) {
+    cluster_.api().Delete("gpuverticalpodautoscalers", ns, "server");
+    cluster_.api().Delete("deployments", ns, "server");
+  }
+  const std::string trace = cluster_.dir().Path("demo.csv");
+  const std::string bin = GPUVPA_BIN_DIR;
+  ASSERT_EQ(std::system((bin + "/gpuvpa demo-trace --out '" + trace + "' >/dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((bin + "/gpuvpa recommend --trace '" + trace + "' --format json > '" +
+                         recs_path_ + "' 2>/dev/null")
+                            .c_str()),
+            0);
+  std::ifstream in(recs_path_);
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<std::vector<v1::Recommendation>> recs = ParseRecommendationsJson(text.str());
+  ASSERT_TRUE(recs.ok()) << recs.status().ToString();
+  ASSERT_EQ(recs->size(), 7u);
+  for (const v1::Recommendation& r : *recs) {
+    const v1::WorkloadIdentity& id = r.identity();
+    const std::string ns = id.namespace_name();
+    if (cluster_.api().Get("namespaces", "", ns).is_null()) {
+      const bool prod = ns == "chat" || ns == "fraud";
+      cluster_.api().Seed(
+          KubeTestCluster::Namespace(ns, {{"environment", prod ? "production" : "dev"}}));
+    }
+    const GpuResourceRequest request = ResourceRequestOf(*ParseGpuAllocation(id.allocation()));
+    cluster_.api().Seed(KubeTestCluster::Workload(id.owner_kind(), ns, id.owner_name(),
+                                                  id.container(), request.name, request.quantity));
+    cluster_.api().Seed(
+        KubeTestCluster::Gvpa(ns, id.owner_name(), id.owner_kind(), id.owner_name(), "Auto"));
+  }
+  ChangeLimits limits;
+  limits.per_cluster_per_hour = 100;
+  auto d = Daemon(kUpdaterToken, {}, limits);
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->failed, 0u) << ::testing::PrintToString(s->messages);
+  int rc;
+  const std::string table = cluster_.Kubectl("get gvpa -A -o wide", &rc);
+  ASSERT_EQ(rc, 0) << table;
+  std::cout << "$ kubectl get gvpa -A -o wide\n" << table;
+  for (const v1::Recommendation& r : *recs) {
+    EXPECT_NE(table.find(r.identity().owner_name()), std::string::npos) << table;
+    const json g = cluster_.api().Get("gpuverticalpodautoscalers", r.identity().namespace_name(),
+                                      r.identity().owner_name());
+    const std::string ns = r.identity().namespace_name();
+    // Production namespaces are reported, never changed.
+    if (ns == "chat" || ns == "fraud") {
+      EXPECT_EQ(g["status"]["summary"]["applied"], "-") << ns;
+    }
+  }
+  EXPECT_GT(s->applied, 0u);
 }
 
 }  // namespace

@@ -276,7 +276,6 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, do
     if (it->is_string()) labels[it.key()] = it->get<std::string>();
   if (ctx.policy.production.Matches(ns, labels))
     return refuse("namespace " + ns + " is production: never patched");
-  if (std::string limited = ctx.limiter.Check(ns, now_s); !limited.empty()) return refuse(limited);
 
   Result<GpuAllocation> from = ParseGpuAllocation(a.from_allocation);
   Result<GpuAllocation> to = ParseGpuAllocation(a.to_allocation);
@@ -324,6 +323,8 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, do
         (!model_change || (node_selector.is_object() && node_selector.value(kGpuProductLabel, "") ==
                                                             ProductLabelPrefix(a.to_model))))
       return PatchAttempt{nullptr, "already at " + a.to_allocation};
+    if (std::string limited = ctx.limiter.Check(ns, now_s); !limited.empty())
+      return PatchAttempt{nullptr, limited};
     change.previous_resources = resources;
     change.previous_node_selector = node_selector;
     (*c)["resources"] = ReplaceResource(resources, old_request, new_request);
