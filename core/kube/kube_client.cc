@@ -247,8 +247,18 @@ Status KubeClient::Delete(const KubeResource& r, const std::string& ns, const st
 }
 
 Result<size_t> KubeInformer::Sync(int watch_s) {
+  try {
+    return SyncOrThrow(watch_s);
+  } catch (const json::exception& e) {
+    resource_version_.clear();  // start over with a list
+    return UnavailableError("watch " + resource_.Describe(ns_, "*") +
+                            ": an object of an unexpected shape: " + e.what());
+  }
+}
+
+Result<size_t> KubeInformer::SyncOrThrow(int watch_s) {
   auto key_of = [](const json& o) {
-    const json& m = o["metadata"];
+    const json& m = o.at("metadata");
     return m.value("namespace", "") + "/" + m.value("name", "");
   };
   if (resource_version_.empty()) {
@@ -274,7 +284,7 @@ Result<size_t> KubeInformer::Sync(int watch_s) {
   if (!rv.ok()) {
     if (rv.status().code() == StatusCode::kOutOfRange) {
       resource_version_.clear();  // expired: the next Sync lists again
-      return Sync(watch_s);
+      return SyncOrThrow(watch_s);
     }
     return rv.status();
   }

@@ -143,6 +143,7 @@ class KubeInformer {
   size_t relists() const { return relists_; }
 
  private:
+  Result<size_t> SyncOrThrow(int watch_s);
   KubeClient& client_;
   KubeResource resource_;
   std::string ns_;

@@ -77,9 +77,14 @@ Result<KubeConnection> InClusterConnection(const InClusterFiles& files) {
 Result<KubeConnection> KubeconfigConnection(const std::string& path, const std::string& context) {
   Result<std::string> text = ReadWholeFile(path);
   if (!text.ok()) return NotFoundError("kubeconfig " + path + " cannot be read");
+  return ParseKubeconfig(*text, path, context);
+}
+
+Result<KubeConnection> ParseKubeconfig(const std::string& text, const std::string& path,
+                                       const std::string& context) {
   YAML::Node root;
   try {
-    root = YAML::Load(*text);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return ConfigError(path, "not YAML: " + std::string(e.what()));
   }

@@ -29,6 +29,9 @@ Result<KubeConnection> InClusterConnection(const InClusterFiles& files = {});
 // `context` empty: the file's current-context.
 Result<KubeConnection> KubeconfigConnection(const std::string& path,
                                             const std::string& context = "");
+// The same from the file's text; `path` names it in errors and anchors relative paths.
+Result<KubeConnection> ParseKubeconfig(const std::string& text, const std::string& path,
+                                       const std::string& context = "");
 // A kubeconfig path given: that file. Otherwise in-cluster when running in a pod, else
 // $KUBECONFIG, else ~/.kube/config.
 Result<KubeConnection> ResolveKubeConnection(const std::string& kubeconfig_path,

@@ -144,6 +144,19 @@ Result<Labels> UpdaterDaemon::NamespaceLabels(const std::string& ns,
 }
 
 Result<CycleSummary> UpdaterDaemon::RunCycle(double now_s, int watch_s) {
+  try {
+    return Cycle(now_s, watch_s);
+  } catch (const nlohmann::json::exception& e) {
+    // An API answer of an unexpected shape: this cycle stops, the next one starts over.
+    failures_->Increment();
+    std::lock_guard<std::mutex> lock(probe_mu_);
+    ready_ = false;
+    not_ready_reason_ = std::string("an API object of an unexpected shape: ") + e.what();
+    return InternalError(not_ready_reason_);
+  }
+}
+
+Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
   CycleSummary summary;
   cycles_->Increment();
   auto set_ready = [&](bool ready, const std::string& why) {

@@ -81,6 +81,7 @@ class UpdaterDaemon {
  private:
   UpdaterDaemon(UpdaterDaemonOptions options, GpuvpaConfig config, UpdaterPolicy policy,
                 std::unique_ptr<KubeClient> client);
+  Result<CycleSummary> Cycle(double now_s, int watch_s);
   Result<std::vector<v1::Recommendation>> LoadRecommendations();
   Result<Labels> NamespaceLabels(const std::string& ns, std::map<std::string, Labels>& cache);
 

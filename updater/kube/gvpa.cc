@@ -86,7 +86,25 @@ std::string FormatQuantityBytes(double bytes) {
   return Fixed(mib, 0) + "Mi";
 }
 
+static Result<Gvpa> ParseGvpaOrThrow(const json& o);
+
 Result<Gvpa> ParseGvpa(const json& o) {
+  try {
+    return ParseGvpaOrThrow(o);
+  } catch (const json::exception& e) {
+    // A field of the wrong JSON type (the CRD's schema rules it out; a hostile peer need not).
+    auto text_at = [&](const char* key) {
+      const json* m = o.is_object() && o.contains("metadata") ? &o["metadata"] : nullptr;
+      return m != nullptr && m->is_object() && m->contains(key) && (*m)[key].is_string()
+                 ? (*m)[key].get<std::string>()
+                 : std::string("?");
+    };
+    const std::string name = text_at("namespace") + "/" + text_at("name");
+    return InvalidArgumentError("GpuVerticalPodAutoscaler " + name + ": " + e.what());
+  }
+}
+
+static Result<Gvpa> ParseGvpaOrThrow(const json& o) {
   Gvpa g;
   if (!o.is_object() || !o.contains("metadata") || !o["metadata"].is_object())
     return InvalidArgumentError("GpuVerticalPodAutoscaler: no metadata");

@@ -104,7 +104,9 @@ Status LeaderElector::Release() {
   if (!leading_) return OkStatus();
   Result<json> lease = client_.Get(kube::kLeases, options_.ns, options_.name);
   if (!lease.ok()) return lease.status();
-  if ((*lease)["spec"].value("holderIdentity", "") != options_.identity) return OkStatus();
+  if (!(*lease).contains("spec") || !(*lease)["spec"].is_object() ||
+      (*lease)["spec"].value("holderIdentity", "") != options_.identity)
+    return OkStatus();
   json updated = *lease;
   updated["spec"]["holderIdentity"] = "";
   leading_ = false;

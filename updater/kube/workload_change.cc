@@ -226,7 +226,7 @@ Result<AppliedChange> AppliedChange::FromJson(const json& j) {
 Status RecordEvent(KubeClient& client, const json& object, const std::string& type,
                    const std::string& reason, const std::string& message,
                    const std::string& identity) {
-  const json& m = object["metadata"];
+  const json m = object.value("metadata", json::object());
   const std::string ns = m.value("namespace", "");
   const std::string now = FormatTimestamp(UnixNowSeconds());
   const json event = {
