@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "test/support/kube_test_cluster.h"
+#include "updater/kube/gvpa.h"
 
 namespace gpuvpa {
 namespace {
@@ -361,6 +362,16 @@ TEST(CrdSchemaTest, TheShippedCrdIsStructural) {
   broken["properties"]["metadata"]["properties"]["labels"] = {{"type", "object"}};
   broken["properties"]["status"]["additionalProperties"] = {{"type", "string"}};
   EXPECT_EQ(testing::StructuralSchemaErrors(broken).size(), 3u);
+  // The shipped example is accepted by the API (the double validates it against the CRD).
+  std::ifstream example(std::string(GPUVPA_SOURCE_DIR) + "/deploy/kubernetes/example-gvpa.yaml");
+  std::stringstream example_text;
+  example_text << example.rdbuf();
+  const json gvpa = cluster.api().Seed(testing::YamlToJson(example_text.str()));
+  Result<updater::Gvpa> parsed = updater::ParseGvpa(gvpa);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->mode, updater::UpdateMode::kAuto);
+  ASSERT_EQ(parsed->containers.size(), 1u);
+  EXPECT_EQ(*parsed->containers[0].min_vram_bytes, 8.0 * 1024 * 1024 * 1024);
   // The enum of update modes is strings ("Off" read as YAML 1.1 would be a boolean).
   for (const json& mode : schema["properties"]["spec"]["properties"]["updatePolicy"]["properties"]
                                 ["updateMode"]["enum"])

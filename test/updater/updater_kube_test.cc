@@ -3,6 +3,7 @@
 // policies), rollback after a CUDA OOM with the bump, every step in the ledger and as an
 // Event, and leader election between two real gpuvpa-updater processes.
 #include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -14,10 +15,11 @@
 #include <thread>
 
 #include "core/base/time_format.h"
+#include "core/gpu/gpu_allocation.h"
+#include "proto/gpuvpa.grpc.pb.h"
 #include "recommender/model/fleet_store.h"
 #include "test/support/kube_test_cluster.h"
 #include "test/support/process.h"
-#include "core/gpu/gpu_allocation.h"
 #include "updater/cmd/plan_inputs.h"
 #include "updater/daemon/updater_daemon.h"
 #include "updater/kube/gvpa.h"
@@ -100,13 +102,17 @@ class UpdaterKubeTest : public ::testing::Test {
 
   std::unique_ptr<UpdaterDaemon> Daemon(const std::string& token = kUpdaterToken,
                                         UpdaterPolicy policy = {}, ChangeLimits limits = {},
-                                        const std::string& report_dir = "") {
+                                        const std::string& report_dir = "",
+                                        const std::string& recommender = "") {
     Result<KubeConnection> c = KubeconfigConnection(cluster_.Kubeconfig(token, token + ".yaml"));
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     auto client = KubeClient::Create(*c);
     EXPECT_TRUE(client.ok());
     UpdaterDaemonOptions o;
-    o.recommendations_file = recs_path_;
+    if (recommender.empty())
+      o.recommendations_file = recs_path_;
+    else
+      o.recommender_address = recommender;
     o.ledger_path = ledger_path_;
     o.lease.identity = "updater-test";
     o.limits = limits;
@@ -248,6 +254,42 @@ TEST_F(UpdaterKubeTest, RateLimitAndOptOutAnnotationHoldChangesBack) {
   EXPECT_EQ(Limits("ml-dev", "third"), (json{{"nvidia.com/gpu", "1"}}));
 }
 
+// The recommender's gRPC API as the source, over a real socket; a recommender that is down
+// fails the cycle (UNAVAILABLE, not ready) instead of planning from nothing.
+class FixedRecommendations final : public v1::RecommendationService::Service {
+ public:
+  explicit FixedRecommendations(std::vector<v1::Recommendation> recs) : recs_(std::move(recs)) {}
+  grpc::Status List(grpc::ServerContext*, const v1::ListRecommendationsRequest*,
+                    v1::ListRecommendationsResponse* out) override {
+    for (const auto& r : recs_) *out->add_recommendations() = r;
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::vector<v1::Recommendation> recs_;
+};
+
+TEST_F(UpdaterKubeTest, RecommendationsFromTheRecommendersGrpcApi) {
+  FixedRecommendations service({Rec("ml-dev", "server"), Rec("ml-prod", "server")});
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  auto d = Daemon(kUpdaterToken, {}, {}, "", "127.0.0.1:" + std::to_string(port));
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->applied, 1u);
+  EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/mig-1g.20gb", "1"}}));
+  server->Shutdown();
+  server.reset();
+  s = d->RunCycle(UnixNowSeconds());
+  ASSERT_EQ(s.status().code(), StatusCode::kUnavailable) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("recommender 127.0.0.1:"), std::string::npos);
+  EXPECT_EQ(d->HandleHttp("/readyz").status, 503);
+}
+
 TEST_F(UpdaterKubeTest, ConflictsAreReReadAndRetried) {
   cluster_.api().InterposeWrites("deployments", 2);
   auto d = Daemon();
@@ -327,6 +369,35 @@ TEST_F(UpdaterKubeTest, CudaOomAfterAChangeRollsBackWithABumpAndWaitsForNewEvide
   ASSERT_EQ(limits.size(), 1u);
   const std::string resource = limits.begin().key();
   EXPECT_EQ(resource, "nvidia.com/mig-3g.40gb") << limits;  // 40192 MB >= the floor
+}
+
+TEST_F(UpdaterKubeTest, CrashLoopBackOffAfterAChangeRollsBack) {
+  auto d = Daemon();
+  ASSERT_EQ(d->RunCycle(UnixNowSeconds())->applied, 1u);
+  json pod = KubeTestCluster::Pod("ml-dev", "server-5c8b", "server", "main");
+  pod["status"]["containerStatuses"][0]["state"] = {
+      {"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 40s restarting"}}}};
+  cluster_.api().Seed(pod);
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->rolled_back, 1u) << ::testing::PrintToString(s->messages);
+  EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/gpu", "1"}}));
+  const std::string all = ::testing::PrintToString(s->messages);
+  EXPECT_NE(all.find("CrashLoopBackOff"), std::string::npos) << all;
+}
+
+TEST_F(UpdaterKubeTest, PodsOlderThanTheChangeDoNotRollItBack) {
+  json old_pod = KubeTestCluster::Pod("ml-dev", "server-old", "server", "main");
+  old_pod["status"]["containerStatuses"][0]["lastState"] = {
+      {"terminated", {{"reason", "OOMKilled"}, {"exitCode", 137}}}};
+  cluster_.api().Seed(old_pod);
+  auto d = Daemon();
+  // The change happens (in the double's clock) two seconds after the old pod was created.
+  ASSERT_EQ(d->RunCycle(UnixNowSeconds() + 2)->applied, 1u);
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds() + 3);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->rolled_back, 0u) << ::testing::PrintToString(s->messages);
+  EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/mig-1g.20gb", "1"}}));
 }
 
 // A production namespace as the product defines it, written here independently of the policy
