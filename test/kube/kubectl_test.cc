@@ -3,6 +3,7 @@
 // kubeconfig gets, describes and patches deployments and GpuVerticalPodAutoscalers, using the
 // double's discovery and server-side Table printing.
 #include <gtest/gtest.h>
+
 #include <filesystem>
 
 #include "test/support/kube_test_cluster.h"

@@ -2,7 +2,6 @@
 #include "test/support/kube_test_cluster.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <array>
