@@ -47,6 +47,13 @@ constexpr std::array<std::string_view, kColumnCount> kColumnNames = {
     "pod",       "gpu_model",   "allocation",    "vram_bytes",    "sm_active",
     "device",    "cost_center", "cuda_oom"};
 constexpr size_t kMaxFields = 32;
+// Samples parsed before they go into the store together, grouped by workload (a trace
+// interleaves every workload at each timestamp: one at a time, each sample misses cache). A
+// batch holds about kSamplesPerWorkload samples of every workload, within these bounds (the
+// upper one bounds the replay's memory: 48 bytes a sample).
+constexpr size_t kMinIngestBatch = 1 << 16;
+constexpr size_t kMaxIngestBatch = 1 << 20;
+constexpr size_t kSamplesPerWorkload = 16;
 
 size_t SplitFields(std::string_view line, std::array<std::string_view, kMaxFields>& out) {
   size_t n = 0;
@@ -145,6 +152,8 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
   }
 
   TraceReplayReport report;
+  std::vector<TraceIssue> store_issues;
+  pending_.clear();
   bool have_time = false;
   size_t line_no = 1;
   // Unit evidence: how many rows look like the other unit, and the largest values seen.
@@ -216,9 +225,27 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
       ++report.outside_window;
       continue;
     }
+    // The raw identity text: seen before, it resolves to its series without the checks below
+    // that depend on that text alone (they passed then).
+    if (store_.layout_version() != series_layout_) {
+      series_.clear();
+      series_text_.clear();
+      series_index_.clear();
+      previous_series_ = UINT32_MAX;
+      series_layout_ = store_.layout_version();
+    }
+    series_key_.clear();
+    for (int c : {kNamespace, kWorkloadKind, kWorkloadName, kContainer, kPod, kGpuModel,
+                  kAllocation, kDevice, kCostCenter}) {
+      series_key_.append(field(c));
+      series_key_.push_back('\x1f');  // a unit separator: in no valid field
+    }
+    const uint32_t known = FindSeries();
+    const bool series_known = known != UINT32_MAX;
     bool empty_id = false;
     for (int c :
          {kNamespace, kWorkloadKind, kWorkloadName, kContainer, kPod, kGpuModel, kAllocation}) {
+      if (series_known) break;
       if (field(c).empty()) {
         reject(kColumnNames[c], std::string(kColumnNames[c]) + " is empty");
         empty_id = true;
@@ -226,7 +253,7 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
       }
     }
     if (empty_id) continue;
-    if (Status s = ValidateObjectName("pod", field(kPod)); !s.ok()) {
+    if (Status s = series_known ? OkStatus() : ValidateObjectName("pod", field(kPod)); !s.ok()) {
       reject(kColumnNames[kPod], s.message());
       continue;
     }
@@ -267,15 +294,21 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
     }
     const std::string_view cost_center = field(kCostCenter);
 
-    AssignWorkloadKey(key_buffer_, field(kNamespace), field(kWorkloadKind), field(kWorkloadName),
-                      field(kContainer));
-    std::optional<uint32_t> row = store_.Find(key_buffer_);
+    std::optional<uint32_t> row;
+    if (series_known) {
+      row = series_[known].row;
+    } else {
+      AssignWorkloadKey(key_buffer_, field(kNamespace), field(kWorkloadKind), field(kWorkloadName),
+                        field(kContainer));
+      row = store_.Find(key_buffer_);
+    }
     // Resolve the identity only when this workload's raw fields changed (or the row was not
     // filled by this replayer: restored from a checkpoint, or moved by ForgetStale).
-    const bool cached = row && *row < row_cache_.size() && row_cache_[*row].key == key_buffer_ &&
-                        row_cache_[*row].allocation == field(kAllocation) &&
-                        row_cache_[*row].gpu_model == field(kGpuModel) &&
-                        row_cache_[*row].cost_center == cost_center;
+    const bool cached =
+        series_known || (row && *row < row_cache_.size() && row_cache_[*row].key == key_buffer_ &&
+                         row_cache_[*row].allocation == field(kAllocation) &&
+                         row_cache_[*row].gpu_model == field(kGpuModel) &&
+                         row_cache_[*row].cost_center == cost_center);
     if (!cached) {
       Result<const GpuModel*> model = catalog_.FindModel(field(kGpuModel));
       if (!model.ok()) {
@@ -305,10 +338,16 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
         reject(s.message().substr(0, s.message().find(' ')), s.message());
         continue;
       }
+      // A new identity for a tracked workload changes how its samples are accounted: the
+      // samples parsed before it go in first, under the old one.
+      if (row) FlushPending(report, store_issues, have_time);
       row = store_.Track(id, *unit);
       if (row_cache_.size() <= *row) row_cache_.resize(*row + 1);
       row_cache_[*row] = {key_buffer_, std::string(field(kAllocation)),
                           std::string(field(kGpuModel)), std::string(cost_center)};
+      // Entries made from this row's earlier text no longer hold.
+      if (row_track_generation_.size() <= *row) row_track_generation_.resize(*row + 1);
+      ++row_track_generation_[*row];
     }
     const WorkloadState& st = store_.state(*row);
     if (sample.vram_bytes > st.unit.vram_limit_bytes) {
@@ -320,24 +359,46 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
     ++vram_rows;
     vram_largest = std::max(vram_largest, sample.vram_bytes);
 
-    const uint32_t series = store_.TrackDevice(*row, field(kPod), device);
-    const IngestOutcome outcome = store_.Ingest(*row, series, sample);
-    if (outcome == IngestOutcome::kAlreadyIngested) {
-      ++report.already_ingested;
-      continue;
+    uint32_t series;
+    if (series_known) {
+      series = series_[known].series;
+      previous_series_ = known;
+    } else {
+      series = store_.TrackDevice(*row, field(kPod), device);
+      if (row_track_generation_.size() <= *row) row_track_generation_.resize(*row + 1);
+      auto [it, added] =
+          series_index_.try_emplace(series_key_, static_cast<uint32_t>(series_.size()));
+      if (added) {
+        series_.push_back({*row, series, 0, UINT32_MAX, series_text_.size(), series_key_.size()});
+        series_text_.append(series_key_);
+      }
+      SeriesEntry& e = series_[it->second];
+      e.row = *row;
+      e.series = series;
+      e.track_generation = row_track_generation_[*row];
+      if (previous_series_ != UINT32_MAX) series_[previous_series_].next = it->second;
+      previous_series_ = it->second;
     }
-    if (outcome == IngestOutcome::kInvalid) {
-      reject("row", "sample refused by the store (not finite or out of range)");
-      continue;
+    pending_.push_back({*row, series, line_no, sample});
+    // A sample that moves the decay reference goes in alone, after everything before it, as in
+    // a sample-by-sample replay: every pending sample shares the store's current reference.
+    if (store_.clock().WouldShift(sample.time_s)) {
+      const PendingSample last = pending_.back();
+      pending_.pop_back();
+      FlushPending(report, store_issues, have_time);
+      pending_.push_back(last);
+      FlushPending(report, store_issues, have_time);
+    } else if (pending_.size() >=
+               std::clamp(kSamplesPerWorkload * store_.size(), kMinIngestBatch, kMaxIngestBatch)) {
+      FlushPending(report, store_issues, have_time);
     }
-    ++report.accepted;
-    if (!have_time) {
-      report.first_time_s = report.last_time_s = sample.time_s;
-      have_time = true;
-    }
-    report.first_time_s = std::min(report.first_time_s, sample.time_s);
-    report.last_time_s = std::max(report.last_time_s, sample.time_s);
   }
+  FlushPending(report, store_issues, have_time);
+  // The first issues by line, wherever they were found.
+  report.issues.insert(report.issues.end(), store_issues.begin(), store_issues.end());
+  std::stable_sort(report.issues.begin(), report.issues.end(),
+                   [](const TraceIssue& a, const TraceIssue& b) { return a.line < b.line; });
+  if (report.issues.size() > kMaxReportedIssues) report.issues.resize(kMaxReportedIssues);
 
   const size_t evidence_floor =
       std::max(kUnitEvidenceMinRows,
@@ -357,6 +418,66 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
         " (under 1 MiB; a CUDA context alone holds hundreds of MiB); nothing was saved. If the "
         "column is MiB (DCGM_FI_DEV_FB_USED), pass --vram-unit mib");
   return report;
+}
+
+uint32_t TraceReplayer::FindSeries() {
+  auto holds = [&](uint32_t i) {
+    const SeriesEntry& e = series_[i];
+    return e.row < row_track_generation_.size() &&
+           row_track_generation_[e.row] == e.track_generation;
+  };
+  // The guess: the entry that followed the previous row's last time.
+  if (previous_series_ != UINT32_MAX) {
+    const uint32_t guess = series_[previous_series_].next;
+    if (guess != UINT32_MAX) {
+      const SeriesEntry& e = series_[guess];
+      if (e.key_size == series_key_.size() &&
+          std::string_view(series_text_).substr(e.key_offset, e.key_size) == series_key_ &&
+          holds(guess))
+        return guess;
+    }
+  }
+  const auto it = series_index_.find(series_key_);
+  if (it == series_index_.end() || !holds(it->second)) return UINT32_MAX;
+  if (previous_series_ != UINT32_MAX) series_[previous_series_].next = it->second;
+  return it->second;
+}
+
+void TraceReplayer::FlushPending(TraceReplayReport& report, std::vector<TraceIssue>& store_issues,
+                                 bool& have_time) {
+  if (pending_.empty()) return;
+  // A counting sort by workload row, stable: each workload's samples keep their trace order,
+  // and one workload's histograms stay in cache while its samples go in. Workloads touch
+  // disjoint state (the decay reference is shared, and no pending sample moves it), so the
+  // store ends exactly as a sample-by-sample replay leaves it.
+  row_starts_.assign(store_.size() + 1, 0);
+  for (const PendingSample& p : pending_) ++row_starts_[p.row + 1];
+  for (size_t r = 1; r < row_starts_.size(); ++r) row_starts_[r] += row_starts_[r - 1];
+  pending_order_.resize(pending_.size());
+  for (uint32_t i = 0; i < pending_.size(); ++i) pending_order_[row_starts_[pending_[i].row]++] = i;
+  for (const uint32_t i : pending_order_) {
+    const PendingSample& p = pending_[i];
+    const IngestOutcome outcome = store_.Ingest(p.row, p.series, p.sample);
+    if (outcome == IngestOutcome::kAlreadyIngested) {
+      ++report.already_ingested;
+      continue;
+    }
+    if (outcome == IngestOutcome::kInvalid) {
+      ++report.malformed;
+      if (store_issues.size() < kMaxReportedIssues)
+        store_issues.push_back(
+            {p.line, "row", "sample refused by the store (not finite or out of range)"});
+      continue;
+    }
+    ++report.accepted;
+    if (!have_time) {
+      report.first_time_s = report.last_time_s = p.sample.time_s;
+      have_time = true;
+    }
+    report.first_time_s = std::min(report.first_time_s, p.sample.time_s);
+    report.last_time_s = std::max(report.last_time_s, p.sample.time_s);
+  }
+  pending_.clear();
 }
 
 Result<TraceReplayReport> TraceReplayer::ReplayFile(const std::string& path) {

@@ -13,6 +13,8 @@
 // Malformed rows are reported with their line number and field, counted, and skipped.
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+
 #include <cstddef>
 #include <limits>
 #include <optional>
@@ -96,7 +98,45 @@ class TraceReplayer {
   const GpuCatalog& catalog_;
   CostCenterRules cost_centers_;
   TraceReplayOptions options_;
-  std::vector<RowCache> row_cache_;  // by store row: the raw identity fields last resolved
+  // Samples parsed but not yet in the store, and what ingesting them needs.
+  struct PendingSample {
+    uint32_t row = 0;
+    uint32_t series = 0;
+    size_t line = 0;
+    GpuSample sample;
+  };
+  // Ingests the pending samples grouped by workload (each workload's in their trace order) and
+  // counts their outcomes into `report`; store refusals go to `store_issues` (line order).
+  void FlushPending(TraceReplayReport& report, std::vector<TraceIssue>& store_issues,
+                    bool& have_time);
+
+  std::vector<PendingSample> pending_;
+  std::vector<uint32_t> pending_order_;  // scratch of FlushPending
+  std::vector<uint32_t> row_starts_;     // scratch of FlushPending, by store row
+  std::vector<RowCache> row_cache_;      // by store row: the raw identity fields last resolved
+  // The series each distinct raw identity text (namespace .. allocation, device, cost center)
+  // resolved to. A trace repeats its workloads in the same order at every timestamp, so each
+  // entry remembers which entry followed it last time: the next row is checked against that
+  // guess (one comparison with text stored in first-seen order, read sequentially) before any
+  // hash lookup. An entry holds while its row has not been re-tracked from other text and the
+  // store's layout is the one it was made under.
+  struct SeriesEntry {
+    uint32_t row = 0;
+    uint32_t series = 0;
+    uint32_t track_generation = 0;
+    uint32_t next = UINT32_MAX;  // the entry that followed this one last time
+    size_t key_offset = 0;       // into series_text_
+    size_t key_size = 0;
+  };
+  // The entry for the current row's text (`series_key_`), or UINT32_MAX.
+  uint32_t FindSeries();
+  std::vector<SeriesEntry> series_;
+  std::string series_text_;
+  absl::flat_hash_map<std::string, uint32_t> series_index_;
+  std::vector<uint32_t> row_track_generation_;  // by store row
+  uint64_t series_layout_ = 0;
+  uint32_t previous_series_ = UINT32_MAX;
+  std::string series_key_;
   std::string key_buffer_;
   std::string last_timestamp_text_;  // the last timestamp parsed, and its value
   double last_timestamp_s_ = 0;

@@ -318,6 +318,7 @@ void FleetStore::AddVramPeak(uint32_t row, WorkloadState& st, double time_s, dou
 }
 
 size_t FleetStore::ForgetStale(double now_s) {
+  ++layout_version_;
   const double cutoff = now_s - options_.history_s;
   size_t removed = 0;
   for (size_t row = 0; row < states_.size();) {

@@ -228,8 +228,15 @@ class FleetStore {
   double vram_total_weight(uint32_t row) const { return vram_totals_[row]; }
   double sm_total_weight(uint32_t row) const { return sm_totals_[row]; }
 
+  // Bumped whenever rows or series may have moved (ForgetStale, raw access): indices a caller
+  // kept are valid only under the version they were taken at.
+  uint64_t layout_version() const { return layout_version_; }
+
   // For checkpoint restore: raw access to a row and the clock.
-  WorkloadState& mutable_state(uint32_t row) { return states_[row]; }
+  WorkloadState& mutable_state(uint32_t row) {
+    ++layout_version_;
+    return states_[row];
+  }
   HistogramRow mutable_vram_row(uint32_t row);
   HistogramRow mutable_sm_row(uint32_t row);
   void set_reference_time_s(double reference_time_s);
@@ -277,6 +284,7 @@ class FleetStore {
   std::vector<FactorSlot> factor_cache_;
   double inverse_sample_period_ = 1;
   double newest_sample_s_ = 0;
+  uint64_t layout_version_ = 0;
   std::unordered_map<std::string, double> ledger_charge_marks_;
 };
 

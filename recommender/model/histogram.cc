@@ -115,7 +115,7 @@ double DecayClock::Factor(double time_s) const {
 }
 
 double DecayClock::ShiftFor(double time_s) {
-  if ((time_s - reference_time_s_) / half_life_s_ <= kMaxDecayExponent) return 1.0;
+  if (!WouldShift(time_s)) return 1.0;
   const double new_reference = std::floor(time_s / half_life_s_) * half_life_s_;
   const double scale = std::exp2((reference_time_s_ - new_reference) / half_life_s_);
   reference_time_s_ = new_reference;

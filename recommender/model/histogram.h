@@ -56,6 +56,10 @@ class DecayClock {
   // to the start of that half-life and returns the factor every stored weight must be
   // multiplied by; returns 1 when no shift is needed.
   double ShiftFor(double time_s);
+  // Whether ShiftFor(time_s) would move the reference (and so rescale every stored weight).
+  bool WouldShift(double time_s) const {
+    return (time_s - reference_time_s_) / half_life_s_ > kMaxDecayExponent;
+  }
 
   double half_life_s() const { return half_life_s_; }
   double reference_time_s() const { return reference_time_s_; }

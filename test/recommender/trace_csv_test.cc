@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "core/gpu/gpu_catalog.h"
+#include "recommender/checkpoint/checkpoint.h"
 #include "test/recommender/test_util.h"
 
 namespace gpuvpa::recommender {
@@ -121,6 +124,74 @@ TEST_F(TraceCsvTest, MissingFileIsNotFound) {
   Result<TraceReplayReport> r = replayer.ReplayFile("/nonexistent/trace.csv");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpuvpa::recommender
+
+namespace gpuvpa::recommender {
+namespace {
+
+// Batched ingest (samples grouped by workload) must leave the store exactly as a
+// sample-by-sample replay does: the same checkpoint bytes and the same report, over a trace
+// with interleaved workloads and pods, a workload whose allocation changes mid-trace, rows
+// repeated (already ingested), rows the store refuses, malformed rows, and a span long enough
+// (with a short half-life) to move the decay reference several times.
+TEST(TraceBatchTest, GroupedIngestEqualsOneRowAtATime) {
+  FleetStoreOptions options;
+  options.half_life_s = 60;  // kMaxDecayExponent half-lives pass every 100 minutes
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(0, 1);
+  const std::string header =
+      "timestamp,namespace,workload_kind,workload_name,container,pod,device,gpu_model,"
+      "allocation,vram_bytes,sm_active,cuda_oom\n";
+  std::vector<std::string> rows;
+  for (int t = 0; t < 1500; ++t) {
+    const double time = 1793577600.0 + 30.0 * t;
+    for (int w = 0; w < 23; ++w) {
+      if (unit(rng) < 0.1) continue;  // a missed scrape
+      const std::string alloc = w == 3 && t > 700 ? "nvidia.com/mig-3g.40gb=1" : "nvidia.com/gpu=1";
+      std::string row = std::to_string(static_cast<int64_t>(time)) + ",ns" + std::to_string(w % 4) +
+                        ",Deployment,w" + std::to_string(w) + ",main,w" + std::to_string(w) + "-p" +
+                        std::to_string((t / 400) % 2) + "," + std::to_string(w % 2) +
+                        ",H100-80GB," + alloc + "," +
+                        std::to_string(static_cast<int64_t>(unit(rng) * 3e10)) + "," +
+                        std::to_string(unit(rng)) + "," + (unit(rng) < 0.01 ? "1" : "0") + "\n";
+      if (unit(rng) < 0.002) row = "garbage,row\n";
+      rows.push_back(row);
+      if (unit(rng) < 0.02) rows.push_back(row);  // repeated: already ingested
+    }
+  }
+  const double now = 1793577600.0 + 30.0 * 1600;
+  TraceReplayOptions replay;
+  replay.now_s = now;
+
+  FleetStore batched(options);
+  TraceReplayer whole(batched, GpuCatalog::BuiltIn(), {}, replay);
+  std::string csv = header;
+  for (const std::string& r : rows) csv += r;
+  Result<TraceReplayReport> all = whole.ReplayText(csv);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+
+  FleetStore sequential(options);
+  TraceReplayer one(sequential, GpuCatalog::BuiltIn(), {}, replay);
+  TraceReplayReport sum;
+  for (const std::string& r : rows) {
+    Result<TraceReplayReport> rep = one.ReplayText(header + r);
+    ASSERT_TRUE(rep.ok());
+    sum.rows += rep->rows;
+    sum.accepted += rep->accepted;
+    sum.already_ingested += rep->already_ingested;
+    sum.malformed += rep->malformed;
+  }
+  EXPECT_GT(batched.clock().reference_time_s(), 0);  // the reference moved
+  EXPECT_EQ(all->rows, sum.rows);
+  EXPECT_EQ(all->accepted, sum.accepted);
+  EXPECT_EQ(all->already_ingested, sum.already_ingested);
+  EXPECT_EQ(all->malformed, sum.malformed);
+  EXPECT_GT(all->already_ingested, 0u);
+  EXPECT_GT(all->malformed, 0u);
+  EXPECT_EQ(EncodeCheckpoint(batched, now), EncodeCheckpoint(sequential, now));
 }
 
 }  // namespace
