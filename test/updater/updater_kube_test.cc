@@ -476,8 +476,8 @@ TEST_F(UpdaterKubeTest, TwoProcessesOnlyTheLeaseHolderActsAndTheOtherTakesOver) 
     return testing::SpawnProcess(
         {std::string(GPUVPA_BIN_DIR) + "/gpuvpa-updater", "--kubeconfig", kubeconfig,
          "--recommendations", recs_path_, "--ledger", cluster_.dir().Path(identity + ".db"),
-         "--identity", identity, "--interval", "0.5", "--lease-duration", "3", "--log-level",
-         "warn"},
+         // A cycle interval longer than the lease: the renewal must not wait for the cycle.
+         "--identity", identity, "--interval", "4", "--lease-duration", "3", "--log-level", "warn"},
         cluster_.dir().Path(identity + ".log"));
   };
   pid_t a = start("updater-a");
@@ -498,7 +498,7 @@ TEST_F(UpdaterKubeTest, TwoProcessesOnlyTheLeaseHolderActsAndTheOtherTakesOver) 
   const std::string first = holder();
   ASSERT_TRUE(wait_for([&] { return Limits("ml-dev").contains("nvidia.com/mig-1g.20gb"); }, 20));
   // Let both run a few more cycles: the standby must do nothing.
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::this_thread::sleep_for(std::chrono::seconds(6));
   auto event_hosts = [&] {
     std::set<std::string> hosts;
     for (const json& e : cluster_.api().List("events", "ml-dev")) hosts.insert(e["source"]["host"]);
@@ -510,6 +510,10 @@ TEST_F(UpdaterKubeTest, TwoProcessesOnlyTheLeaseHolderActsAndTheOtherTakesOver) 
     if (r.method == "PATCH" && r.path.find("/status") != std::string::npos)
       status_writers.insert(r.user);
   EXPECT_EQ(status_writers.size(), 1u);
+  // One holder all along: the lease never lapsed between cycles.
+  EXPECT_EQ(cluster_.api().Get("leases", "gpuvpa", "gpuvpa-updater")["spec"]["leaseTransitions"],
+            0);
+  EXPECT_EQ(holder(), first);
   // The leader dies without giving the lease up.
   pid_t& leader = first == "updater-a" ? a : b;
   const std::string second = first == "updater-a" ? "updater-b" : "updater-a";

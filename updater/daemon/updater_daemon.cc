@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "core/base/atomic_file.h"
 #include "core/base/time_format.h"
@@ -169,8 +170,7 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
     failures_->Increment();
     return s;
   };
-  Result<bool> leading = elector_.TryAcquireOrRenew(now_s);
-  leader_->Set(leading.ok() && *leading ? 1 : 0);
+  Result<bool> leading = Renew(now_s);
   if (!leading.ok()) return not_ready(leading.status());
   summary.leading = *leading;
   if (!*leading) {
@@ -181,7 +181,7 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
   if (!synced.ok()) return not_ready(synced.status());
   // The watch window may have taken a while: act at the time it ended.
   if (watch_s > 0) now_s = UnixNowSeconds();
-  if (!elector_.leading(now_s)) return summary;
+  if (!Leading(now_s)) return summary;
   Result<std::vector<v1::Recommendation>> recs = LoadRecommendations();
   if (!recs.ok()) return not_ready(recs.status());
 
@@ -249,7 +249,11 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
       }
       if (rollback && a.changes() && !HasNewEvidence(*r, *rollback, options_.rollback_hold_s))
         Withhold(a, "rolled back at " + rollback->time + "; waiting for new evidence");
-      if (a.auto_apply) {
+      // A change is made only while the lease is held (the renewal runs on its own thread).
+      if (a.auto_apply && !Leading(std::max(now_s, UnixNowSeconds()))) {
+        ++summary.failed;
+        summary.messages.push_back(ns + "/" + name + ": not applied: the lease was lost");
+      } else if (a.auto_apply) {
         Result<ChangeOutcome> outcome = ApplyChange(ctx, a, now_s);
         if (!outcome.ok()) {
           ++summary.failed;
@@ -366,12 +370,36 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
   return summary;
 }
 
+Result<bool> UpdaterDaemon::Renew(double now_s) {
+  std::lock_guard<std::mutex> lock(elector_mu_);
+  Result<bool> leading = elector_.TryAcquireOrRenew(now_s);
+  leader_->Set(leading.ok() && *leading ? 1 : 0);
+  return leading;
+}
+
+bool UpdaterDaemon::Leading(double now_s) {
+  std::lock_guard<std::mutex> lock(elector_mu_);
+  return elector_.leading(now_s);
+}
+
 void UpdaterDaemon::Run() {
+  // The lease is renewed on its own thread, every third of its duration, so that a long cycle
+  // (or the informer's watch window) never lets it lapse while this replica acts.
+  std::thread renewer([this] {
+    while (!stop_) {
+      if (Result<bool> r = Renew(UnixNowSeconds()); !r.ok())
+        spdlog::warn("lease: {}", r.status().message());
+      std::unique_lock<std::mutex> lock(stop_mu_);
+      stop_cv_.wait_for(lock, std::chrono::duration<double>(options_.lease.duration_s / 3),
+                        [this] { return stop_.load(); });
+    }
+  });
   while (!stop_) {
     const double started = UnixNowSeconds();
-    // The leader's informer watch doubles as the wait between cycles.
-    const int watch_s = std::max(1, static_cast<int>(options_.interval_s));
-    Result<CycleSummary> s = RunCycle(started, elector_.leading(started) ? watch_s : 0);
+    // The leader's informer watch doubles as the wait between cycles; a standby only waits.
+    const int watch_s =
+        std::max(1, static_cast<int>(std::min(options_.interval_s, options_.lease.duration_s / 3)));
+    Result<CycleSummary> s = RunCycle(started, Leading(started) ? watch_s : 0);
     if (!s.ok()) {
       spdlog::warn("cycle: {}", s.status().message());
     } else {
@@ -379,11 +407,12 @@ void UpdaterDaemon::Run() {
     }
     const double spent = UnixNowSeconds() - started;
     std::unique_lock<std::mutex> lock(stop_mu_);
-    // The renewal must happen well inside the lease: never wait longer than a third of it.
-    const double wait =
-        std::min(options_.lease.duration_s / 3, std::max(0.0, options_.interval_s - spent));
-    stop_cv_.wait_for(lock, std::chrono::duration<double>(wait), [this] { return stop_.load(); });
+    stop_cv_.wait_for(lock,
+                      std::chrono::duration<double>(std::max(0.0, options_.interval_s - spent)),
+                      [this] { return stop_.load(); });
   }
+  renewer.join();
+  std::lock_guard<std::mutex> lock(elector_mu_);
   if (Status s = elector_.Release(); !s.ok()) spdlog::warn("lease release: {}", s.message());
 }
 

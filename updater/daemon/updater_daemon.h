@@ -82,6 +82,9 @@ class UpdaterDaemon {
   UpdaterDaemon(UpdaterDaemonOptions options, GpuvpaConfig config, UpdaterPolicy policy,
                 std::unique_ptr<KubeClient> client);
   Result<CycleSummary> Cycle(double now_s, int watch_s);
+  // The lease, under elector_mu_ (the renewal thread and the cycle share the elector).
+  Result<bool> Renew(double now_s);
+  bool Leading(double now_s);
   Result<std::vector<v1::Recommendation>> LoadRecommendations();
   Result<Labels> NamespaceLabels(const std::string& ns, std::map<std::string, Labels>& cache);
 
@@ -89,6 +92,7 @@ class UpdaterDaemon {
   GpuvpaConfig config_;
   UpdaterPolicy policy_;
   std::unique_ptr<KubeClient> client_;
+  std::mutex elector_mu_;
   LeaderElector elector_;
   KubeInformer gvpas_;
   ChangeRateLimiter limiter_;
