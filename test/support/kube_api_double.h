@@ -109,7 +109,7 @@ class KubeApiDouble {
 };
 
 // Validates `value` against a structural OpenAPI v3 schema (the subset CRDs use: type,
-// properties, required, items, enum, minLength, minimum, maximum, pattern, additionalProperties,
+// properties, required, items, enum, minLength, minimum, maximum, additionalProperties,
 // x-kubernetes-int-or-string, x-kubernetes-preserve-unknown-fields). Errors as
 // "<field path>: <what>", e.g. "spec.targetRef.kind: Unsupported value: \"Pod\"".
 std::vector<std::string> ValidateAgainstSchema(const nlohmann::json& schema,
