@@ -27,6 +27,14 @@ const KubeResource* WorkloadResource(const std::string& kind) {
 
 namespace {
 
+// A string member of an API object, or "" when it is absent or not a string (a hostile or
+// broken peer decides the types).
+std::string TextOf(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // Retries of a throttled call, and the longest Retry-After honoured.
 constexpr int kMaxThrottleRetries = 3;
 constexpr std::chrono::seconds kMaxRetryAfter{5};
@@ -60,8 +68,7 @@ std::string KubeResource::Describe(const std::string& ns, const std::string& nam
 Status KubeApiError(int http_status, const std::string& body, const std::string& what) {
   std::string message;
   const json parsed = json::parse(body, nullptr, false);
-  if (parsed.is_object() && parsed.value("kind", "") == "Status")
-    message = parsed.value("message", "");
+  if (TextOf(parsed, "kind") == "Status") message = TextOf(parsed, "message");
   if (message.empty()) message = body.substr(0, 200);
   const std::string text = what + ": HTTP " + std::to_string(http_status) + ": " + message;
   switch (http_status) {
@@ -177,7 +184,11 @@ Result<std::string> KubeClient::Watch(const KubeResource& r, const std::string& 
       return UnavailableError(what + ": a watch event is not an event: " + line.substr(0, 120));
     KubeWatchEvent e{event["type"], event["object"]};
     if (e.type == "ERROR") {
-      const int code = e.object.value("code", 500);
+      const auto code_it = e.object.find("code");
+      const int code = code_it != e.object.end() && code_it->is_number_integer() &&
+                               code_it->get<int64_t>() >= 100 && code_it->get<int64_t>() < 600
+                           ? static_cast<int>(code_it->get<int64_t>())
+                           : 500;
       return KubeApiError(code, e.object.dump(), what);
     }
     const json* meta = e.object.contains("metadata") ? &e.object["metadata"] : nullptr;
@@ -215,7 +226,7 @@ Result<json> KubeClient::Create(const KubeResource& r, const std::string& ns, co
 
 Result<json> KubeClient::Update(const KubeResource& r, const std::string& ns, const json& object,
                                 const KubeWriteOptions& options) {
-  const std::string name = object.contains("metadata") ? object["metadata"].value("name", "") : "";
+  const std::string name = object.contains("metadata") ? TextOf(object["metadata"], "name") : "";
   if (name.empty())
     return InvalidArgumentError("update " + r.Describe(ns, "?") +
                                 ": the object has no metadata.name");
@@ -259,7 +270,7 @@ Result<size_t> KubeInformer::Sync(int watch_s) {
 Result<size_t> KubeInformer::SyncOrThrow(int watch_s) {
   auto key_of = [](const json& o) {
     const json& m = o.at("metadata");
-    return m.value("namespace", "") + "/" + m.value("name", "");
+    return TextOf(m, "namespace") + "/" + TextOf(m, "name");
   };
   if (resource_version_.empty()) {
     Result<KubeList> list = client_.List(resource_, ns_, options_);
