@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "core/base/time_format.h"
 #include "core/gpu/gpu_allocation.h"
@@ -200,27 +201,54 @@ json AppliedChange::ToJson() const {
 }
 
 Result<AppliedChange> AppliedChange::FromJson(const json& j) {
-  try {
-    AppliedChange c;
-    c.id = j.at("id");
-    c.container = j.at("container");
-    c.from_allocation = j.at("from");
-    c.to_allocation = j.at("to");
-    c.from_model = j.at("fromModel");
-    c.to_model = j.at("toModel");
-    c.applied_at_s = j.at("appliedAt");
-    c.to_vram_capacity_bytes = j.at("toVramCapacityBytes");
-    c.monthly_before = j.at("monthlyBeforeMicroUsd");
-    c.monthly_after = j.at("monthlyAfterMicroUsd");
-    c.cost_center = j.at("costCenter");
-    c.cuda_oom_count = j.at("cudaOomCount");
-    c.previous_resources = j.at("previousResources");
-    c.previous_node_selector = j.at("previousNodeSelector");
-    return c;
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string("annotation ") + kAppliedChangeAnnotation +
-                                " is not an applied change: " + e.what());
+  // The annotation is on an object anyone with patch rights can edit: every member is checked
+  // for its type and range before it is used.
+  auto bad = [](const std::string& member, const std::string& why) {
+    return InvalidArgumentError(std::string("annotation ") + kAppliedChangeAnnotation + ": " +
+                                member + " " + why);
+  };
+  if (!j.is_object()) return bad("(the value)", "is not a JSON object");
+  AppliedChange c;
+  for (auto [key, out] : {std::pair<const char*, std::string*>{"id", &c.id},
+                          {"container", &c.container},
+                          {"from", &c.from_allocation},
+                          {"to", &c.to_allocation},
+                          {"fromModel", &c.from_model},
+                          {"toModel", &c.to_model},
+                          {"costCenter", &c.cost_center}}) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return bad(key, "is not a string");
+    *out = it->get<std::string>();
   }
+  for (auto [key, out] : {std::pair<const char*, double*>{"appliedAt", &c.applied_at_s},
+                          {"toVramCapacityBytes", &c.to_vram_capacity_bytes}}) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>()) ||
+        it->get<double>() < 0)
+      return bad(key, "is not a non-negative number");
+    *out = it->get<double>();
+  }
+  for (auto [key, out] :
+       {std::pair<const char*, MicroUsd*>{"monthlyBeforeMicroUsd", &c.monthly_before},
+        {"monthlyAfterMicroUsd", &c.monthly_after}}) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer() || it->get<int64_t>() < 0)
+      return bad(key, "is not a non-negative whole number of micro-dollars");
+    *out = it->get<int64_t>();
+  }
+  const auto ooms = j.find("cudaOomCount");
+  if (ooms == j.end() || !ooms->is_number_unsigned() || ooms->get<uint64_t>() > UINT32_MAX)
+    return bad("cudaOomCount", "is not a count");
+  c.cuda_oom_count = static_cast<uint32_t>(ooms->get<uint64_t>());
+  const auto resources = j.find("previousResources");
+  const auto selector = j.find("previousNodeSelector");
+  if (resources == j.end() || !resources->is_object())
+    return bad("previousResources", "is not an object");
+  if (selector == j.end() || !(selector->is_object() || selector->is_null()))
+    return bad("previousNodeSelector", "is not an object or null");
+  c.previous_resources = *resources;
+  c.previous_node_selector = *selector;
+  return c;
 }
 
 Status RecordEvent(KubeClient& client, const json& object, const std::string& type,
