@@ -112,7 +112,10 @@ static Result<Gvpa> ParseGvpaOrThrow(const json& o) {
   g.ns = m.value("namespace", "");
   g.name = m.value("name", "");
   g.uid = m.value("uid", "");
-  g.generation = m.value("generation", int64_t{0});
+  // Only a whole number is a generation (a float would not convert safely).
+  const auto generation = m.find("generation");
+  g.generation =
+      generation != m.end() && generation->is_number_integer() ? generation->get<int64_t>() : 0;
   const std::string where = "GpuVerticalPodAutoscaler " + g.ns + "/" + g.name;
   const json spec = o.value("spec", json::object());
   const json ref = spec.value("targetRef", json::object());

@@ -72,7 +72,11 @@ Result<bool> LeaderElector::TryAcquireOrRenew(double now_s) {
   if (!spec.is_object()) spec = json::object();
   const std::string holder = spec.value("holderIdentity", "");
   if (holder != options_.identity) {
-    const double held_for = spec.value("leaseDurationSeconds", duration);
+    const auto held = spec.find("leaseDurationSeconds");
+    const double held_for =
+        held != spec.end() && held->is_number() && std::isfinite(held->get<double>())
+            ? held->get<double>()
+            : duration;
     Result<double> renewed = ParseMicroTime(spec.value("renewTime", ""));
     const bool expired = holder.empty() || !renewed.ok() || now_s > *renewed + held_for;
     if (!expired) {
@@ -81,7 +85,13 @@ Result<bool> LeaderElector::TryAcquireOrRenew(double now_s) {
     }
     spec["holderIdentity"] = options_.identity;
     spec["acquireTime"] = now;
-    spec["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
+    const auto transitions = spec.find("leaseTransitions");
+    const int64_t before = transitions != spec.end() && transitions->is_number_integer() &&
+                                   transitions->get<int64_t>() >= 0 &&
+                                   transitions->get<int64_t>() < INT32_MAX
+                               ? transitions->get<int64_t>()
+                               : 0;
+    spec["leaseTransitions"] = before + 1;
   }
   spec["renewTime"] = now;
   spec["leaseDurationSeconds"] = duration;
