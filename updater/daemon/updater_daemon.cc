@@ -134,13 +134,8 @@ Result<std::vector<v1::Recommendation>> UpdaterDaemon::LoadRecommendations() {
 Result<Labels> UpdaterDaemon::NamespaceLabels(const std::string& ns,
                                               std::map<std::string, Labels>& cache) {
   if (auto it = cache.find(ns); it != cache.end()) return it->second;
-  Result<json> object = client_->Get(kube::kNamespaces, "", ns);
-  if (!object.ok()) return object.status();
-  Labels labels;
-  const json l = (*object)["metadata"].value("labels", json::object());
-  for (auto it = l.begin(); it != l.end(); ++it)
-    if (it->is_string()) labels[it.key()] = it->get<std::string>();
-  cache[ns] = labels;
+  Result<Labels> labels = ReadNamespaceLabels(*client_, ns);
+  if (labels.ok()) cache[ns] = *labels;
   return labels;
 }
 

@@ -251,6 +251,16 @@ Result<AppliedChange> AppliedChange::FromJson(const json& j) {
   return c;
 }
 
+Result<Labels> ReadNamespaceLabels(KubeClient& client, const std::string& ns) {
+  Result<json> object = client.Get(kube::kNamespaces, "", ns);
+  if (!object.ok()) return object.status();
+  Labels labels;
+  const json l = (*object)["metadata"].value("labels", json::object());
+  for (auto it = l.begin(); it != l.end(); ++it)
+    if (it->is_string()) labels[it.key()] = it->get<std::string>();
+  return labels;
+}
+
 Status RecordEvent(KubeClient& client, const json& object, const std::string& type,
                    const std::string& reason, const std::string& message,
                    const std::string& identity) {
@@ -296,13 +306,10 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, do
                   " is not patched (only Deployments and StatefulSets; a Job's pod template is "
                   "immutable, a bare Pod is never changed)");
   // The cluster's word on the namespace, whatever the plan says.
-  Result<json> namespace_object = ctx.client.Get(kube::kNamespaces, "", ns);
-  if (!namespace_object.ok()) return namespace_object.status();
-  Labels labels;
-  const json ns_labels = (*namespace_object)["metadata"].value("labels", json::object());
-  for (auto it = ns_labels.begin(); it != ns_labels.end(); ++it)
-    if (it->is_string()) labels[it.key()] = it->get<std::string>();
-  if (ctx.policy.production.Matches(ns, labels))
+  // Read again at the moment of patching, whatever the caller saw earlier in its cycle.
+  Result<Labels> labels = ReadNamespaceLabels(ctx.client, ns);
+  if (!labels.ok()) return labels.status();
+  if (ctx.policy.production.Matches(ns, *labels))
     return refuse("namespace " + ns + " is production: never patched");
 
   Result<GpuAllocation> from = ParseGpuAllocation(a.from_allocation);

@@ -112,6 +112,9 @@ Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, const std::string& ns,
                                       const CurrentRecommendation& current, double window_s,
                                       double now_s);
 
+// The labels of namespace `ns` as the API has them now (string values only).
+Result<Labels> ReadNamespaceLabels(KubeClient& client, const std::string& ns);
+
 // A Kubernetes Event on `object` (a Deployment, StatefulSet or GpuVerticalPodAutoscaler).
 Status RecordEvent(KubeClient& client, const nlohmann::json& object, const std::string& type,
                    const std::string& reason, const std::string& message,
