@@ -5,20 +5,34 @@
 #                   HTML in it) and Debian's kubectl 1.20 (kubernetes-client), extracted into
 #                   build-tools/ rather than installed, so it never shadows the kubectl a
 #                   cluster user already has; the Kubernetes API double is checked with it.
-#                   The test command passes it; the demo and the image need neither.
+#                   Also Node.js and the npm packages of test/deploy/package-lock.json
+#                   (kubernetes-models and KEDA's and the Prometheus Operator's schemas) in
+#                   build-tools/manifest-check, for the schema check of the rendered manifests.
+#                   The test command passes it; the demo and the image need none of these.
+#   --build-only    only what building the binaries needs (the container image's build stage).
 set -euo pipefail
 
+# What building the binaries needs (the image's build stage installs only these:
+# --build-only).
 packages=(
-  build-essential cmake ninja-build pkg-config ccache
+  build-essential cmake ninja-build pkg-config
   protobuf-compiler libprotobuf-dev protobuf-compiler-grpc libgrpc++-dev
   prometheus-cpp-dev libboost-dev libboost-system-dev libeigen3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  redis-server prometheus libsqlite3-dev sqlite3 libhiredis-dev libssl-dev openssl nlohmann-json3-dev libyaml-cpp-dev
-  clang-format clang-tidy clang libclang-rt-14-dev libcli11-dev libabsl-dev libspdlog-dev libsimdjson-dev
+  libsqlite3-dev libhiredis-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
+  libcli11-dev libabsl-dev libspdlog-dev libsimdjson-dev
 )
+if [ "${1:-}" != "--build-only" ]; then
+  # Tests, benchmarks, the demo, formatting and fuzzing: real servers and tools.
+  packages+=(
+    ccache libgtest-dev libgmock-dev libbenchmark-dev redis-server prometheus sqlite3 openssl
+    clang-format clang-tidy clang libclang-rt-14-dev
+  )
+fi
 
 if [ "${1:-}" = "--with-browser" ]; then
   packages+=(chromium)
+  # Node.js from Debian unless some node (and its npm) is already there.
+  command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 
 missing=()
@@ -47,5 +61,17 @@ if [ "${1:-}" = "--with-browser" ]; then
     mkdir -p "$kubectl_dir"
     dpkg-deb -x "$tmp"/kubernetes-client_*.deb "$kubectl_dir"
     rm -rf "$tmp"
+  fi
+fi
+
+if [ "${1:-}" = "--with-browser" ]; then
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  check_dir="$root/build-tools/manifest-check"
+  if ! cmp -s "$root/test/deploy/package-lock.json" "$check_dir/package-lock.json" ||
+    [ ! -d "$check_dir/node_modules" ]; then
+    rm -rf "$check_dir"
+    mkdir -p "$check_dir"
+    cp "$root/test/deploy/package.json" "$root/test/deploy/package-lock.json" "$check_dir/"
+    (cd "$check_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   fi
 fi

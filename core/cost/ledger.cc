@@ -216,6 +216,7 @@ Result<size_t> Ledger::Append(std::span<const LedgerAction> actions,
   for (const ChargeMark& m : marks)
     if (m.series.empty() || !std::isfinite(m.charged_through_s))
       return InvalidArgumentError("ledger charge mark \"" + m.series + "\" is invalid");
+  std::lock_guard<std::mutex> lock(mu_);
   if (Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   Statement insert(
       db_,
@@ -292,6 +293,7 @@ Result<size_t> Ledger::Append(std::span<const LedgerAction> actions,
 }
 
 Result<std::unordered_map<std::string, double>> Ledger::ChargeMarks() const {
+  std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_, "SELECT series, MAX(charged_through_s) FROM charge_marks GROUP BY series");
   if (!s.ok()) return Error("prepare charge marks");
   std::unordered_map<std::string, double> marks;
@@ -332,6 +334,7 @@ Status AddRow(ShowbackRow& to, const ShowbackRow& add) {
 }  // namespace
 
 Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
+  std::lock_guard<std::mutex> lock(mu_);
   const int64_t from = query.from_s.value_or(INT64_MIN);
   const int64_t to = query.to_s.value_or(INT64_MAX);
   if (from >= to)
@@ -437,12 +440,14 @@ Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
 }
 
 Result<int64_t> Ledger::CountRows() const {
+  std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_, "SELECT COUNT(*) FROM actions");
   if (!s.ok() || sqlite3_step(s.get()) != SQLITE_ROW) return Error("count rows");
   return sqlite3_column_int64(s.get(), 0);
 }
 
 Result<bool> Ledger::Contains(std::string_view action_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_, "SELECT 1 FROM actions WHERE action_id = ?1");
   if (!s.ok()) return Error("prepare lookup");
   s.Bind(1, action_id);
@@ -452,6 +457,7 @@ Result<bool> Ledger::Contains(std::string_view action_id) const {
 }
 
 Result<std::string> Ledger::IntegrityCheck() const {
+  std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_, "PRAGMA integrity_check");
   if (!s.ok()) return Error("prepare integrity_check");
   std::string out;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -110,7 +111,19 @@ struct Showback {
   ShowbackRow total;  // the sum of the groups (integer sums: exact)
 };
 
-class Ledger {
+// Where rows go: the ledger itself, or a client that forwards them to the process that owns it
+// (core/cost/ledger_rpc.h). Appends are idempotent by action id either way.
+class LedgerSink {
+ public:
+  virtual ~LedgerSink() = default;
+  // All rows or none; returns how many were new. Marks: see Ledger::Append.
+  virtual Result<size_t> Append(std::span<const LedgerAction> actions,
+                                std::span<const ChargeMark> marks = {}) = 0;
+  Result<size_t> Append(const LedgerAction& action) { return Append(std::span(&action, 1)); }
+};
+
+// Safe to use from several threads (one connection, calls serialised).
+class Ledger final : public LedgerSink {
  public:
   // Current schema version; opening a newer ledger is refused, an older one is migrated.
   static constexpr int kSchemaVersion = 2;  // 2: charge marks
@@ -125,8 +138,8 @@ class Ledger {
   // Marks are written in the same transaction (a mark never moves back: the latest per series
   // is the largest).
   Result<size_t> Append(std::span<const LedgerAction> actions,
-                        std::span<const ChargeMark> marks = {});
-  Result<size_t> Append(const LedgerAction& action) { return Append(std::span(&action, 1)); }
+                        std::span<const ChargeMark> marks = {}) override;
+  using LedgerSink::Append;
   // The charge mark of every series that has one.
   Result<std::unordered_map<std::string, double>> ChargeMarks() const;
 
@@ -145,6 +158,7 @@ class Ledger {
 
   sqlite3* db_;
   std::string path_;
+  mutable std::mutex mu_;  // one statement sequence (transaction) at a time
   int schema_version_ = 0;
 };
 

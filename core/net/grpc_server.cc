@@ -5,6 +5,36 @@
 
 namespace gpuvpa {
 
+grpc::Status ToGrpcStatus(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk:
+      return grpc::Status::OK;
+    case StatusCode::kInvalidArgument:
+      return {grpc::StatusCode::INVALID_ARGUMENT, status.message()};
+    case StatusCode::kNotFound:
+      return {grpc::StatusCode::NOT_FOUND, status.message()};
+    case StatusCode::kDataLoss:
+      return {grpc::StatusCode::DATA_LOSS, status.message()};
+    case StatusCode::kFailedPrecondition:
+      return {grpc::StatusCode::FAILED_PRECONDITION, status.message()};
+    case StatusCode::kUnavailable:
+      return {grpc::StatusCode::UNAVAILABLE, status.message()};
+    case StatusCode::kUnauthenticated:
+      return {grpc::StatusCode::UNAUTHENTICATED, status.message()};
+    case StatusCode::kPermissionDenied:
+      return {grpc::StatusCode::PERMISSION_DENIED, status.message()};
+    case StatusCode::kAborted:
+      return {grpc::StatusCode::ABORTED, status.message()};
+    case StatusCode::kResourceExhausted:
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED, status.message()};
+    case StatusCode::kOutOfRange:
+      return {grpc::StatusCode::OUT_OF_RANGE, status.message()};
+    case StatusCode::kInternal:
+      break;
+  }
+  return {grpc::StatusCode::INTERNAL, status.message()};
+}
+
 Result<RunningServer> StartServer(const ServerOptions& options,
                                   const std::vector<grpc::Service*>& services) {
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();

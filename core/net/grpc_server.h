@@ -27,6 +27,9 @@ struct RunningServer {
   int port = 0;
 };
 
+// The gRPC code of a gpuvpa Status (same meaning, same message).
+grpc::Status ToGrpcStatus(const Status& status);
+
 Result<RunningServer> StartServer(const ServerOptions& options,
                                   const std::vector<grpc::Service*>& services);
 

@@ -13,6 +13,7 @@
 #include "core/cli/cli.h"
 #include "core/cli/logging.h"
 #include "core/cost/config.h"
+#include "core/cost/ledger_rpc.h"
 #include "core/net/grpc_server.h"
 #include "core/net/http_server.h"
 #include "recommender/daemon/daemon_config.h"
@@ -25,6 +26,7 @@ namespace {
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string config_path, log_level = "info", listen_http, listen_grpc;
   bool once = false;
+  bool accept_ledger_rows = false;
   auto app = NewCommandApp(
       "gpuvpa-recommender", "",
       "The long-running recommender: polls Prometheus (DCGM exporter + kube-state-metrics), "
@@ -37,6 +39,10 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->required();
   app->add_option("--listen-http", listen_http, "override recommender.listen_http (host:port)");
   app->add_option("--listen-grpc", listen_grpc, "override recommender.listen_grpc (host:port)");
+  app->add_flag("--accept-ledger-rows", accept_ledger_rows,
+                "also serve gpuvpa.v1.LedgerService: the updater's and the scaler's rows go into "
+                "this daemon's ledger (one writer for the ledger file). Limit who may reach it: "
+                "mTLS (recommender.client_ca_file) and a NetworkPolicy");
   app->add_flag("--once", once, "poll once, save the checkpoint, print the summary and exit");
   app->add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
@@ -75,18 +81,21 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       config->listen_http, [&d](const std::string& path) { return d.HandleHttp(path); });
   if (!http.ok()) return fail(http.status());
   RecommendationServiceImpl service(d);
+  LedgerServiceImpl ledger_service(d.ledger());
+  std::vector<grpc::Service*> services = {&service};
+  if (accept_ledger_rows) services.push_back(&ledger_service);
   ServerOptions grpc_options;
   grpc_options.listen_address = config->listen_grpc;
   grpc_options.tls_cert_file = config->tls_cert_file;
   grpc_options.tls_key_file = config->tls_key_file;
   grpc_options.client_ca_file = config->client_ca_file;
   grpc_options.max_threads = 32;
-  Result<RunningServer> grpc_server = StartServer(grpc_options, {&service});
+  Result<RunningServer> grpc_server = StartServer(grpc_options, services);
   if (!grpc_server.ok()) return fail(grpc_server.status());
   spdlog::info(
-      "serving RecommendationService and grpc.health.v1 on port {}, /metrics /healthz "
+      "serving RecommendationService{} and grpc.health.v1 on port {}, /metrics /healthz "
       "/readyz on port {}",
-      grpc_server->port, (*http)->port());
+      accept_ledger_rows ? ", LedgerService" : "", grpc_server->port, (*http)->port());
   out << "gpuvpa-recommender: grpc port " << grpc_server->port << ", http port " << (*http)->port()
       << std::endl;
   std::thread loop([&d] { d.Run(); });

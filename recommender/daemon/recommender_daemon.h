@@ -60,6 +60,8 @@ class RecommenderDaemon {
   HttpServerResponse HandleHttp(const std::string& path);
 
   const DaemonConfig& config() const { return config_; }
+  // The ledger this daemon writes (always open: Create needs the config's ledger path).
+  Ledger& ledger() { return *ledger_; }
   const PrometheusSource& source() const { return *source_; }
 
  private:

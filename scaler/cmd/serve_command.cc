@@ -10,6 +10,7 @@
 #include "core/cli/logging.h"
 #include "core/cost/config.h"
 #include "core/cost/ledger.h"
+#include "core/cost/ledger_rpc.h"
 #include "core/cost/ledger_spool.h"
 #include "core/net/grpc_server.h"
 #include "scaler/config/scaler_config.h"
@@ -28,6 +29,7 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   std::string metrics_listen = "0.0.0.0:9091";
   std::string health_listen;
   std::string ledger_path;
+  ClientChannelOptions ledger_service;
   std::string spool_path;
   std::string config_path;
   std::string scaler_config_path;
@@ -53,9 +55,26 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
                   "the backends trigger metadata may name, with their credentials, and limits "
                   "(YAML; see scaler/config/scaler_config.h). Without it only push queues work")
       ->check(CLI::ExistingFile);
-  app->add_option("--ledger", ledger_path, "ledger for metered periods (default: none)");
+  auto* ledger_file =
+      app->add_option("--ledger", ledger_path, "ledger file for metered periods (default: none)");
+  auto* ledger_grpc = app->add_option(
+      "--ledger-service", ledger_service.address,
+      "the ledger's owner (gpuvpa-recommender --accept-ledger-rows), host:port: metered rows go "
+      "there instead of to a file");
+  ledger_file->excludes(ledger_grpc);
+  ledger_grpc->excludes(ledger_file);
+  app->add_option("--ledger-service-ca", ledger_service.ca_file,
+                  "CA (PEM) of the ledger service: TLS")
+      ->needs(ledger_grpc);
+  app->add_option("--ledger-service-cert", ledger_service.client_cert_file,
+                  "client certificate (PEM) for the ledger service: mTLS")
+      ->needs(ledger_grpc);
+  app->add_option("--ledger-service-key", ledger_service.client_key_file,
+                  "client key (PEM) for the ledger service")
+      ->needs(ledger_grpc);
   app->add_option("--spool", spool_path,
-                  "where metered rows go when the ledger refuses them (default: LEDGER.spool)");
+                  "where metered rows go when the ledger refuses them, moved there once it takes "
+                  "rows again (default: LEDGER.spool; none with --ledger-service)");
   app->add_option("--config", config_path, "gpuvpa config (prices, region)")
       ->check(CLI::ExistingFile);
   app->add_option("--cache-ttl-ms", cache_ttl_ms, "one backend read per queue per this")
@@ -84,12 +103,20 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   if (!scaler_config.ok()) return fail(scaler_config.status());
   Result<std::unique_ptr<Backends>> backends = Backends::Create(*scaler_config);
   if (!backends.ok()) return fail(backends.status());
-  std::unique_ptr<Ledger> ledger;
+  std::unique_ptr<LedgerSink> ledger;
   if (!ledger_path.empty()) {
     Result<std::unique_ptr<Ledger>> opened = Ledger::Open(ledger_path);
     if (!opened.ok()) return fail(opened.status());
     ledger = std::move(opened).value();
     if (spool_path.empty()) spool_path = ledger_path + ".spool";
+  } else if (!ledger_service.address.empty()) {
+    // Short: a row is written on a gRPC thread when a period closes; a ledger that is slow to
+    // answer sends the row to the spool instead of holding KEDA's call.
+    Result<std::unique_ptr<RemoteLedger>> remote =
+        RemoteLedger::Connect(ledger_service, std::chrono::seconds(2));
+    if (!remote.ok()) return fail(remote.status());
+    ledger = std::move(remote).value();
+    ledger_path = "service " + ledger_service.address;
   }
   if (!spool_path.empty() && ledger) {
     // Rows a previous run could only spool go to the ledger first; a spool that cannot be

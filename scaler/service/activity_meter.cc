@@ -20,8 +20,8 @@ ActivityMeter::Clock ActivityMeter::DefaultClock() {
   return [] { return UnixNowSeconds(); };
 }
 
-ActivityMeter::ActivityMeter(ActivityMeterOptions options, Ledger* ledger, const PriceBook& prices,
-                             Clock clock, ScalerMetrics* metrics)
+ActivityMeter::ActivityMeter(ActivityMeterOptions options, LedgerSink* ledger,
+                             const PriceBook& prices, Clock clock, ScalerMetrics* metrics)
     : options_(std::move(options)),
       ledger_(ledger),
       prices_(prices),
@@ -139,6 +139,7 @@ bool ActivityMeter::WriteRowLocked(Meter& m, double now) {
           return false;  // nothing is lost yet: the period stays open and is written later
         }
         ++spooled_rows_;
+        spool_pending_ = true;
         spdlog::warn("metering {}/{}: the ledger refused the row ({}); kept in the spool {}",
                      m.config.namespace_name, m.config.name, added.status().message(),
                      spool_->path());
@@ -176,6 +177,13 @@ void ActivityMeter::EvictIdle() {
       if (WriteRowLocked(it->second, now)) ForgetLocked(it);
     }
     it = next;
+  }
+  // Under the lock: a row spooled between reading and emptying the spool would be lost.
+  if (spool_pending_ && ledger_ != nullptr) {
+    if (Result<size_t> moved = spool_->Drain(*ledger_); moved.ok()) {
+      spool_pending_ = false;
+      spdlog::info("moved {} spooled metered rows to the ledger", *moved);
+    }
   }
 }
 

@@ -38,14 +38,15 @@ class ActivityMeter final : public DepthObserver {
   using Clock = std::function<double()>;  // Unix seconds
   // `ledger` may be null: GPU time is then only counted (see metered_gpu_seconds()).
   // `metrics` may be null.
-  ActivityMeter(ActivityMeterOptions options, Ledger* ledger, const PriceBook& prices,
+  ActivityMeter(ActivityMeterOptions options, LedgerSink* ledger, const PriceBook& prices,
                 Clock clock = DefaultClock(), ScalerMetrics* metrics = nullptr);
 
   void OnDepth(const ScaledObjectConfig& config, double depth) override;
   // Closes every open period (on shutdown). UNAVAILABLE when a row could be written neither to
   // the ledger nor to the spool: the caller must then exit non-zero.
   Status FlushAll();
-  // Closes and forgets meters not read for `idle`.
+  // Closes and forgets meters not read for `idle`; moves spooled rows to the ledger once it
+  // takes rows again.
   void EvictIdle();
   size_t meters() const;
   uint64_t spooled_rows() const;
@@ -69,7 +70,7 @@ class ActivityMeter final : public DepthObserver {
   void ForgetLocked(std::map<std::string, Meter, std::less<>>::iterator it);
 
   const ActivityMeterOptions options_;
-  Ledger* ledger_;
+  LedgerSink* ledger_;
   const PriceBook& prices_;
   const Clock clock_;
   ScalerMetrics* metrics_;
@@ -79,6 +80,7 @@ class ActivityMeter final : public DepthObserver {
   size_t active_ = 0;  // meters with replicas > 0
   std::optional<LedgerSpool> spool_;
   uint64_t spooled_rows_ = 0;
+  bool spool_pending_ = false;  // rows in the spool that this run put there
 };
 
 }  // namespace gpuvpa::scaler

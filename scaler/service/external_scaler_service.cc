@@ -145,23 +145,6 @@ grpc::ServerWriteReactor<Response>* FailedStream(const grpc::Status& status) {
 
 }  // namespace
 
-grpc::Status ToGrpcStatus(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kOk:
-      return grpc::Status::OK;
-    case StatusCode::kInvalidArgument:
-      return {grpc::StatusCode::INVALID_ARGUMENT, status.message()};
-    case StatusCode::kUnavailable:
-      return {grpc::StatusCode::UNAVAILABLE, status.message()};
-    case StatusCode::kFailedPrecondition:
-      return {grpc::StatusCode::FAILED_PRECONDITION, status.message()};
-    case StatusCode::kNotFound:
-      return {grpc::StatusCode::NOT_FOUND, status.message()};
-    default:
-      return {grpc::StatusCode::INTERNAL, status.message()};
-  }
-}
-
 Result<ResolvedScaledObject> ExternalScalerService::Resolve(
     const externalscaler::ScaledObjectRef& ref) {
   const TriggerMetadata metadata(ref.scalermetadata().begin(), ref.scalermetadata().end());

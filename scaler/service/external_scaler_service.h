@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "core/net/grpc_server.h"
 #include "proto/externalscaler.grpc.pb.h"
 #include "scaler/service/activity_hub.h"
 #include "scaler/service/scaler_core.h"
@@ -18,8 +19,6 @@ class DepthObserver {
   virtual ~DepthObserver() = default;
   virtual void OnDepth(const ScaledObjectConfig& config, double depth) = 0;
 };
-
-grpc::Status ToGrpcStatus(const Status& status);
 
 class ExternalScalerService final : public externalscaler::ExternalScaler::CallbackService {
  public:

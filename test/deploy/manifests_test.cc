@@ -1,61 +1,310 @@
-// Policy checks on the shipped Kubernetes manifests: every container runs as non-root, without
-// privilege escalation, on a read-only root filesystem with no capabilities, and no workload
-// gets a service-account token it does not need.
+// The shipped Kubernetes manifests, as a new user gets them: every kustomization renders with
+// Debian's kubectl 1.20 and passes the schema check (Kubernetes API types, KEDA's and the
+// Prometheus Operator's CRD schemas, the GVPA CRD's own schema); no container runs as root or
+// with privileges; RBAC grants exactly the list the issue allows; every Secret the pods mount is
+// made by make-secrets.sh; the configuration parses with the components' own parsers; every
+// flag in a container's args is one its binary knows.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <array>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
 
+#include "core/cost/config.h"
+#include "recommender/daemon/daemon_config.h"
+#include "scaler/config/scaler_config.h"
 #include "scaler/metadata/scaled_object_config.h"
+#include "test/support/kube_test_cluster.h"
+#include "test/support/process.h"
+#include "test/support/temp_dir.h"
+#include "updater/plan/policy.h"
 
 namespace gpuvpa {
 namespace {
 
-const std::filesystem::path kManifests =
-    std::filesystem::path(GPUVPA_SOURCE_DIR) / "deploy" / "kubernetes";
+const std::filesystem::path kDeploy = std::filesystem::path(GPUVPA_SOURCE_DIR) / "deploy";
+const std::filesystem::path kKube = kDeploy / "kubernetes";
 
-std::vector<YAML::Node> LoadAll() {
+std::string Shell(const std::string& cmd, int* rc) { return testing::RunShell(cmd, rc); }
+
+std::string Kustomize(const std::string& dir) {
+  int rc = 0;
+  const std::string out = Shell("'" + testing::KubeTestCluster::KubectlPath() + "' kustomize '" +
+                                    (kKube / dir).string() + "'",
+                                &rc);
+  EXPECT_EQ(rc, 0) << dir << ": " << out;
+  return out;
+}
+
+std::vector<YAML::Node> Docs(const std::string& text) {
   std::vector<YAML::Node> docs;
-  for (const auto& entry : std::filesystem::directory_iterator(kManifests)) {
-    if (entry.path().extension() != ".yaml") continue;
-    for (const YAML::Node& doc : YAML::LoadAllFromFile(entry.path().string()))
-      if (doc && doc.IsMap()) docs.push_back(doc);
-  }
+  for (const YAML::Node& d : YAML::LoadAll(text))
+    if (d.IsMap()) docs.push_back(d);
   return docs;
 }
 
-TEST(ManifestsTest, EveryDocumentParsesAndNamesItsKind) {
-  const std::vector<YAML::Node> docs = LoadAll();
-  ASSERT_GE(docs.size(), 5u);
-  for (const YAML::Node& doc : docs) {
-    EXPECT_TRUE(doc["apiVersion"] && doc["kind"] && doc["metadata"]["name"]) << YAML::Dump(doc);
-  }
+const std::vector<std::string> kOverlays = {"overlays/report-only", "overlays/nonprod-auto"};
+
+std::string ManifestCheckDir() {
+  return std::string(GPUVPA_SOURCE_DIR) + "/build-tools/manifest-check";
 }
 
-TEST(ManifestsTest, ContainersRunAsNonRootWithLeastPrivilege) {
-  int containers = 0;
-  for (const YAML::Node& doc : LoadAll()) {
-    if (doc["kind"].as<std::string>() != "Deployment") continue;
-    const YAML::Node pod = doc["spec"]["template"]["spec"];
-    EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].as<bool>()) << doc["metadata"]["name"];
-    EXPECT_FALSE(pod["automountServiceAccountToken"].as<bool>(true))
-        << "the scaler never calls the API";
-    for (const YAML::Node& c : pod["containers"]) {
-      ++containers;
-      const YAML::Node sc = c["securityContext"];
-      EXPECT_TRUE(sc["runAsNonRoot"].as<bool>(false)) << c["name"];
-      EXPECT_FALSE(sc["allowPrivilegeEscalation"].as<bool>(true)) << c["name"];
-      EXPECT_TRUE(sc["readOnlyRootFilesystem"].as<bool>(false)) << c["name"];
-      EXPECT_EQ(sc["capabilities"]["drop"][0].as<std::string>(""), "ALL") << c["name"];
-      EXPECT_TRUE(c["resources"]["limits"]["memory"]) << c["name"];
+// Runs the schema check on `yaml` (plus extra files); its output, exit status in rc.
+std::string SchemaCheck(const testing::ScopedTempDir& tmp, const std::string& yaml, int* rc,
+                        const std::string& extra = "") {
+  const std::string file = tmp.Path("rendered.yaml");
+  std::ofstream(file) << yaml;
+  return Shell("GPUVPA_MANIFEST_CHECK_DIR='" + ManifestCheckDir() + "' node '" + GPUVPA_SOURCE_DIR +
+                   "/test/deploy/validate_manifests.mjs' '" + file + "' " + extra,
+               rc);
+}
+
+TEST(ManifestsTest, EveryKustomizationRendersAndPassesTheSchemaCheck) {
+  testing::ScopedTempDir tmp;
+  const std::string crd =
+      "'" + (kKube / "base" / "crd-gpuverticalpodautoscaler.yaml").string() + "'";
+  for (const std::string dir :
+       {"overlays/report-only", "overlays/nonprod-auto", "monitoring", "examples"}) {
+    const std::string rendered = Kustomize(dir);
+    int rc = 0;
+    // The examples' GpuVerticalPodAutoscaler is checked against the CRD's schema.
+    const std::string out = SchemaCheck(tmp, rendered, &rc, dir == "examples" ? crd : "");
+    EXPECT_EQ(rc, 0) << dir << ":\n" << out;
+    EXPECT_NE(out.find(" objects valid"), std::string::npos) << out;
+    EXPECT_EQ(out.find("FAIL"), std::string::npos) << out;
+  }
+  // The check itself fails on what the API would refuse.
+  std::string broken = Kustomize("overlays/report-only");
+  const size_t at = broken.find("replicas: 2");
+  ASSERT_NE(at, std::string::npos);
+  broken.replace(at, 11, "replicas: two");
+  int rc = 0;
+  const std::string out = SchemaCheck(tmp, broken, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("replicas must be integer"), std::string::npos) << out;
+}
+
+TEST(ManifestsTest, TheOverlaysDifferOnlyInThePolicyMode) {
+  std::map<std::string, std::string> mode;
+  for (const std::string& overlay : kOverlays) {
+    for (const YAML::Node& doc : Docs(Kustomize(overlay))) {
+      if (doc["kind"].as<std::string>() != "ConfigMap" ||
+          doc["metadata"]["name"].as<std::string>() != "gpuvpa-updater-policy")
+        continue;
+      Result<updater::UpdaterPolicy> policy =
+          updater::ParseUpdaterPolicy(doc["data"]["policy.yaml"].as<std::string>());
+      ASSERT_TRUE(policy.ok()) << overlay << ": " << policy.status().message();
+      mode[overlay] = std::string(updater::UpdateModeName(policy->default_mode));
+      EXPECT_TRUE(policy->production.Matches("payments-prod", {})) << overlay;
+      EXPECT_TRUE(policy->production.Matches("team-a", {{"environment", "production"}})) << overlay;
     }
   }
-  EXPECT_GT(containers, 0);
+  EXPECT_EQ(mode["overlays/report-only"], "Report");
+  EXPECT_EQ(mode["overlays/nonprod-auto"], "Auto");
 }
 
-TEST(ManifestsTest, TheExampleScaledObjectIsAcceptedByTheScalersOwnParser) {
+TEST(ManifestsTest, NoContainerRunsAsRootOrWithPrivileges) {
+  for (const std::string& overlay : kOverlays) {
+    int pods = 0, containers = 0;
+    for (const YAML::Node& doc : Docs(Kustomize(overlay))) {
+      const std::string kind = doc["kind"].as<std::string>();
+      if (kind != "Deployment" && kind != "StatefulSet" && kind != "DaemonSet" && kind != "Job")
+        continue;
+      ++pods;
+      const std::string name = doc["metadata"]["name"].as<std::string>();
+      const YAML::Node pod = doc["spec"]["template"]["spec"];
+      EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].as<bool>(false)) << name;
+      EXPECT_NE(pod["securityContext"]["runAsUser"].as<int>(0), 0) << name;
+      EXPECT_EQ(pod["securityContext"]["seccompProfile"]["type"].as<std::string>(""),
+                "RuntimeDefault")
+          << name;
+      EXPECT_FALSE(pod["hostNetwork"].as<bool>(false)) << name;
+      EXPECT_FALSE(pod["hostPID"].as<bool>(false)) << name;
+      // Only the updater calls the Kubernetes API.
+      EXPECT_EQ(pod["automountServiceAccountToken"].as<bool>(true), name == "gpuvpa-updater")
+          << name;
+      for (const std::string list : {"containers", "initContainers"}) {
+        for (const YAML::Node& c : pod[list]) {
+          ++containers;
+          const std::string who = name + "/" + c["name"].as<std::string>();
+          const YAML::Node sc = c["securityContext"];
+          EXPECT_TRUE(sc["runAsNonRoot"].as<bool>(false)) << who;
+          EXPECT_NE(sc["runAsUser"].as<int>(1), 0) << who;
+          EXPECT_FALSE(sc["privileged"].as<bool>(false)) << who;
+          EXPECT_FALSE(sc["allowPrivilegeEscalation"].as<bool>(true)) << who;
+          EXPECT_TRUE(sc["readOnlyRootFilesystem"].as<bool>(false)) << who;
+          ASSERT_TRUE(sc["capabilities"]["drop"].IsSequence()) << who;
+          EXPECT_EQ(sc["capabilities"]["drop"][0].as<std::string>(""), "ALL") << who;
+          EXPECT_FALSE(sc["capabilities"]["add"]) << who;
+          EXPECT_TRUE(c["resources"]["requests"]["cpu"] && c["resources"]["requests"]["memory"])
+              << who;
+          EXPECT_TRUE(c["resources"]["limits"]["memory"]) << who;
+          EXPECT_TRUE(c["readinessProbe"] && c["livenessProbe"]) << who;
+        }
+      }
+    }
+    EXPECT_EQ(pods, 3) << overlay << ": recommender, updater, scaler";
+    EXPECT_EQ(containers, 3) << overlay;
+  }
+}
+
+// (apiGroup, resource, verb, namespace-scoped?) as the issue lists them.
+using Grant = std::tuple<std::string, std::string, std::string, bool>;
+
+TEST(ManifestsTest, RbacGrantsNothingBeyondTheUpdatersList) {
+  const std::set<Grant> allowed = [] {
+    std::set<Grant> g;
+    for (const char* r : {"deployments", "statefulsets"})
+      for (const char* v : {"get", "list", "watch", "patch"}) g.insert({"apps", r, v, false});
+    g.insert({"", "events", "create", false});
+    for (const char* r : {"namespaces", "pods"})
+      for (const char* v : {"get", "list", "watch"}) g.insert({"", r, v, false});
+    for (const char* v : {"get", "create", "update"})
+      g.insert({"coordination.k8s.io", "leases", v, true});
+    for (const char* v : {"get", "list", "watch"})
+      g.insert({"gpuvpa.io", "gpuverticalpodautoscalers", v, false});
+    for (const char* v : {"patch", "update"})
+      g.insert({"gpuvpa.io", "gpuverticalpodautoscalers/status", v, false});
+    return g;
+  }();
+  for (const std::string& overlay : kOverlays) {
+    std::set<Grant> granted;
+    std::set<std::string> bound_subjects;
+    for (const YAML::Node& doc : Docs(Kustomize(overlay))) {
+      const std::string kind = doc["kind"].as<std::string>();
+      if (kind == "RoleBinding" || kind == "ClusterRoleBinding")
+        for (const YAML::Node& s : doc["subjects"])
+          bound_subjects.insert(s["kind"].as<std::string>() + "/" + s["name"].as<std::string>());
+      if (kind != "Role" && kind != "ClusterRole") continue;
+      EXPECT_FALSE(doc["aggregationRule"]) << "no aggregated roles";
+      for (const YAML::Node& rule : doc["rules"]) {
+        EXPECT_FALSE(rule["nonResourceURLs"]) << YAML::Dump(rule);
+        EXPECT_FALSE(rule["resourceNames"] && kind == "ClusterRole") << YAML::Dump(rule);
+        for (const YAML::Node& g : rule["apiGroups"])
+          for (const YAML::Node& r : rule["resources"])
+            for (const YAML::Node& v : rule["verbs"])
+              granted.insert(
+                  {g.as<std::string>(), r.as<std::string>(), v.as<std::string>(), kind == "Role"});
+      }
+    }
+    for (const Grant& g : granted)
+      EXPECT_TRUE(allowed.count(g))
+          << overlay << ": grants " << std::get<2>(g) << " on " << std::get<0>(g) << "/"
+          << std::get<1>(g) << (std::get<3>(g) ? " (namespaced)" : " (cluster-wide)");
+    EXPECT_EQ(granted, allowed) << overlay << ": the updater needs every grant of the list";
+    EXPECT_EQ(bound_subjects, std::set<std::string>{"ServiceAccount/gpuvpa-updater"})
+        << overlay << ": only the updater is bound to a role";
+  }
+  // The daemon tests run with what the manifests bind, so the list is also enough.
+  const testing::KubeUser user = testing::KubeTestCluster::UserFromManifests("gpuvpa-updater");
+  EXPECT_EQ(user.name, "system:serviceaccount:gpuvpa:gpuvpa-updater");
+  EXPECT_EQ(user.rules.size(), 6u);
+}
+
+TEST(ManifestsTest, EveryMountedSecretIsMadeByMakeSecretsAndEveryConfigMapIsShipped) {
+  testing::ScopedTempDir tmp;
+  int rc = 0;
+  const std::string out = Shell(
+      "bash '" + (kKube / "make-secrets.sh").string() + "' '" + tmp.Path("secrets") + "'", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::set<std::string> made;
+  for (const YAML::Node& s : YAML::LoadAllFromFile(tmp.Path("secrets") + "/secrets.yaml")) {
+    if (!s.IsMap()) continue;
+    made.insert(s["metadata"]["namespace"].as<std::string>() + "/" +
+                s["metadata"]["name"].as<std::string>());
+    for (const char* key : {"ca.crt", "tls.crt", "tls.key"}) EXPECT_TRUE(s["data"][key]) << key;
+  }
+  EXPECT_TRUE(made.count("agents/gpuvpa-scaler-client")) << "KEDA's client for the examples";
+  EXPECT_EQ(out.find("PRIVATE KEY"), std::string::npos) << "keys are never printed";
+  for (const std::string& overlay : kOverlays) {
+    std::set<std::string> config_maps;
+    const std::vector<YAML::Node> docs = Docs(Kustomize(overlay));
+    for (const YAML::Node& doc : docs)
+      if (doc["kind"].as<std::string>() == "ConfigMap")
+        config_maps.insert(doc["metadata"]["name"].as<std::string>());
+    for (const YAML::Node& doc : docs) {
+      if (!doc["spec"] || !doc["spec"]["template"]) continue;
+      const std::string ns = doc["metadata"]["namespace"].as<std::string>();
+      for (const YAML::Node& v : doc["spec"]["template"]["spec"]["volumes"]) {
+        if (v["secret"] && !v["secret"]["optional"].as<bool>(false)) {
+          EXPECT_TRUE(made.count(ns + "/" + v["secret"]["secretName"].as<std::string>()))
+              << v["secret"]["secretName"];
+        }
+        if (v["configMap"]) {
+          EXPECT_TRUE(config_maps.count(v["configMap"]["name"].as<std::string>()))
+              << v["configMap"]["name"];
+        }
+      }
+    }
+  }
+  // The certificates chain to the CA and name the Services (decoded with base64, checked
+  // with openssl).
+  for (const YAML::Node& s : YAML::LoadAllFromFile(tmp.Path("secrets") + "/secrets.yaml")) {
+    if (!s.IsMap()) continue;
+    const std::string name = s["metadata"]["name"].as<std::string>();
+    for (const char* key : {"ca.crt", "tls.crt"})
+      std::ofstream(tmp.Path(name + "." + key + ".b64")) << s["data"][key].as<std::string>();
+  }
+  const std::string dir = "'" + tmp.Path("") + "'";
+  const std::string verify = Shell(
+      "cd " + dir +
+          " && for f in *.b64; do base64 -d \"$f\" > \"${f%.b64}\"; done && "
+          "openssl verify -CAfile gpuvpa-recommender-tls.ca.crt gpuvpa-recommender-tls.tls.crt "
+          "gpuvpa-scaler-client.tls.crt gpuvpa-updater-client-tls.tls.crt && openssl x509 -noout "
+          "-ext subjectAltName -in gpuvpa-recommender-tls.tls.crt",
+      &rc);
+  EXPECT_EQ(rc, 0) << verify;
+  EXPECT_NE(verify.find("DNS:gpuvpa-recommender.gpuvpa.svc"), std::string::npos) << verify;
+}
+
+TEST(ManifestsTest, ConfigParsesWithTheComponentsOwnParsersAndEveryFlagIsKnown) {
+  const std::map<std::string, std::string> binaries = {
+      {"/usr/local/bin/gpuvpa-recommender", std::string(GPUVPA_BIN_DIR) + "/gpuvpa-recommender"},
+      {"/usr/local/bin/gpuvpa-updater", std::string(GPUVPA_BIN_DIR) + "/gpuvpa-updater"},
+      {"/usr/local/bin/gpuvpa-scaler", std::string(GPUVPA_BIN_DIR) + "/gpuvpa-scaler"}};
+  for (const std::string& overlay : kOverlays) {
+    for (const YAML::Node& doc : Docs(Kustomize(overlay))) {
+      const std::string kind = doc["kind"].as<std::string>();
+      if (kind == "ConfigMap" && doc["metadata"]["name"].as<std::string>() == "gpuvpa-config") {
+        Result<GpuvpaConfig> config = ParseConfig(doc["data"]["gpuvpa.yaml"].as<std::string>());
+        ASSERT_TRUE(config.ok()) << config.status().message();
+        Result<recommender::DaemonConfig> daemon =
+            recommender::ParseDaemonConfig(config->recommender_yaml, "gpuvpa.yaml");
+        EXPECT_TRUE(daemon.ok()) << daemon.status().message();
+      }
+      if (kind == "ConfigMap" &&
+          doc["metadata"]["name"].as<std::string>() == "gpuvpa-scaler-config") {
+        Result<scaler::ScalerConfig> config =
+            scaler::ParseScalerConfig(doc["data"]["scaler.yaml"].as<std::string>(), "scaler.yaml");
+        EXPECT_TRUE(config.ok()) << config.status().message();
+      }
+      if (!doc["spec"] || !doc["spec"]["template"]) continue;
+      for (const YAML::Node& c : doc["spec"]["template"]["spec"]["containers"]) {
+        const std::string binary = binaries.at(c["command"][0].as<std::string>());
+        std::string help_cmd = "'" + binary + "'";
+        if (c["command"].size() > 1) help_cmd += " " + c["command"][1].as<std::string>();
+        int rc = 0;
+        const std::string help = Shell(help_cmd + " --help", &rc);
+        ASSERT_EQ(rc, 0) << help;
+        for (const YAML::Node& a : c["args"]) {
+          const std::string arg = a.as<std::string>();
+          const std::string flag = arg.substr(0, arg.find('='));
+          EXPECT_NE(help.find(flag + " "), std::string::npos)
+              << binary << " does not know " << flag;
+        }
+      }
+    }
+  }
+}
+
+TEST(ManifestsTest, TheExampleScaledObjectsAreAcceptedByTheScalersOwnParser) {
   int triggers = 0;
-  for (const YAML::Node& doc : LoadAll()) {
+  for (const YAML::Node& doc : Docs(Kustomize("examples"))) {
     if (doc["kind"].as<std::string>() != "ScaledObject") continue;
     for (const YAML::Node& trigger : doc["spec"]["triggers"]) {
       ++triggers;
@@ -76,7 +325,67 @@ TEST(ManifestsTest, TheExampleScaledObjectIsAcceptedByTheScalersOwnParser) {
           << "keep the two caps in step";
     }
   }
-  EXPECT_GT(triggers, 0);
+  EXPECT_EQ(triggers, 2);
+}
+
+}  // namespace
+}  // namespace gpuvpa
+
+namespace gpuvpa {
+namespace {
+
+// The image: every base pinned by digest, a non-root user, a build context without .git or
+// build folders, and a runtime stage that installs the package of every library the binaries
+// load (ldd and dpkg on this machine, which builds with the same Debian release).
+TEST(DockerfileTest, PinnedNonRootAndTheRuntimeStageHasEveryLibraryTheBinariesLoad) {
+  std::ifstream in(kDeploy / "Dockerfile");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  const size_t base = text.find("ARG BASE=");
+  ASSERT_NE(base, std::string::npos);
+  const std::string base_line = text.substr(base, text.find('\n', base) - base);
+  EXPECT_NE(base_line.find("@sha256:"), std::string::npos) << base_line;
+  EXPECT_EQ(base_line.size(), std::string("ARG BASE=").size() +
+                                  std::string("debian:bookworm-slim@sha256:").size() + 64)
+      << base_line;
+  std::istringstream lines(text);
+  int from_lines = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("FROM ", 0) != 0) continue;
+    ++from_lines;
+    EXPECT_EQ(line.rfind("FROM ${BASE}", 0), 0u) << "every stage from the pinned base: " << line;
+  }
+  EXPECT_EQ(from_lines, 2);
+  EXPECT_NE(text.find("USER 65532:65532"), std::string::npos);
+  EXPECT_NE(text.find("setup-deps.sh --build-only"), std::string::npos)
+      << "the build stage installs no test servers";
+
+  std::ifstream ignore(std::filesystem::path(GPUVPA_SOURCE_DIR) / ".dockerignore");
+  std::set<std::string> ignored;
+  for (std::string line; std::getline(ignore, line);) ignored.insert(line);
+  for (const char* must : {".git", "build*", "out", "**/node_modules"})
+    EXPECT_TRUE(ignored.count(must)) << must;
+
+  int rc = 0;
+  const std::string bin = GPUVPA_BIN_DIR;
+  const std::string packages = Shell(
+      "for b in '" + bin + "/gpuvpa' '" + bin + "/gpuvpa-recommender' '" + bin +
+          "/gpuvpa-updater' '" + bin +
+          "/gpuvpa-scaler'; do ldd \"$b\"; done | awk '/=>/{print $3}' "
+          "| sort -u | while read -r f; do dpkg -S \"$(readlink -f \"$f\")\" 2>/dev/null || dpkg "
+          "-S \"$f\"; done | cut -d: -f1 | sort -u",
+      &rc);
+  ASSERT_EQ(rc, 0) << packages;
+  const std::set<std::string> in_base = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"};
+  std::istringstream list(packages);
+  int checked = 0;
+  for (std::string pkg; std::getline(list, pkg);) {
+    if (pkg.empty() || in_base.count(pkg)) continue;
+    ++checked;
+    EXPECT_NE(text.find(" " + pkg + " "), std::string::npos)
+        << "the runtime stage does not install " << pkg;
+  }
+  EXPECT_GT(checked, 5);
 }
 
 }  // namespace

@@ -363,7 +363,7 @@ TEST(CrdSchemaTest, TheShippedCrdIsStructural) {
   broken["properties"]["status"]["additionalProperties"] = {{"type", "string"}};
   EXPECT_EQ(testing::StructuralSchemaErrors(broken).size(), 3u);
   // The shipped example is accepted by the API (the double validates it against the CRD).
-  std::ifstream example(std::string(GPUVPA_SOURCE_DIR) + "/deploy/kubernetes/example-gvpa.yaml");
+  std::ifstream example(std::string(GPUVPA_SOURCE_DIR) + "/deploy/kubernetes/examples/gvpa.yaml");
   std::stringstream example_text;
   example_text << example.rdbuf();
   const json gvpa = cluster.api().Seed(testing::YamlToJson(example_text.str()));

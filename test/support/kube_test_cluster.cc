@@ -3,11 +3,14 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <yaml-cpp/yaml.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
+#include "test/support/process.h"
 #include "test/support/test_certs.h"
 
 namespace gpuvpa::testing {
@@ -25,7 +28,8 @@ KubeTestCluster::KubeTestCluster() {
 }
 
 std::string KubeTestCluster::CrdPath() const {
-  return std::string(GPUVPA_SOURCE_DIR) + "/deploy/kubernetes/crd-gpuverticalpodautoscaler.yaml";
+  return std::string(GPUVPA_SOURCE_DIR) +
+         "/deploy/kubernetes/base/crd-gpuverticalpodautoscaler.yaml";
 }
 
 std::string KubeTestCluster::Kubeconfig(const std::string& token, const std::string& file_name) {
@@ -39,6 +43,49 @@ std::string KubeTestCluster::Kubeconfig(const std::string& token, const std::str
   return path;
 }
 
+KubeUser KubeTestCluster::UserFromManifests(const std::string& service_account) {
+  const std::filesystem::path base =
+      std::filesystem::path(GPUVPA_SOURCE_DIR) / "deploy" / "kubernetes" / "base";
+  const std::string ns =
+      YAML::LoadFile((base / "kustomization.yaml").string())["namespace"].as<std::string>();
+  std::vector<YAML::Node> docs;
+  for (const auto& entry : std::filesystem::directory_iterator(base))
+    if (entry.path().extension() == ".yaml")
+      for (const YAML::Node& doc : YAML::LoadAllFromFile(entry.path().string()))
+        if (doc.IsMap() && doc["kind"]) docs.push_back(doc);
+  auto bound = [&](const std::string& binding_kind, const std::string& role_kind,
+                   const std::string& role) {
+    for (const YAML::Node& b : docs) {
+      if (b["kind"].as<std::string>() != binding_kind ||
+          b["roleRef"]["kind"].as<std::string>() != role_kind ||
+          b["roleRef"]["name"].as<std::string>() != role)
+        continue;
+      for (const YAML::Node& s : b["subjects"])
+        if (s["kind"].as<std::string>() == "ServiceAccount" &&
+            s["name"].as<std::string>() == service_account &&
+            s["namespace"].as<std::string>() == ns)
+          return true;
+    }
+    return false;
+  };
+  KubeUser user{"system:serviceaccount:" + ns + ":" + service_account, {}};
+  for (const YAML::Node& doc : docs) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind != "ClusterRole" && kind != "Role") continue;
+    const std::string name = doc["metadata"]["name"].as<std::string>();
+    if (!bound(kind == "Role" ? "RoleBinding" : "ClusterRoleBinding", kind, name)) continue;
+    for (const YAML::Node& r : doc["rules"]) {
+      KubeRbacRule rule;
+      for (const YAML::Node& v : r["verbs"]) rule.verbs.insert(v.as<std::string>());
+      for (const YAML::Node& g : r["apiGroups"]) rule.groups.insert(g.as<std::string>());
+      for (const YAML::Node& x : r["resources"]) rule.resources.insert(x.as<std::string>());
+      if (kind == "Role") rule.namespaces.insert(ns);
+      user.rules.push_back(std::move(rule));
+    }
+  }
+  return user;
+}
+
 std::string KubeTestCluster::KubectlPath() {
   if (const char* env = std::getenv("GPUVPA_KUBECTL"); env != nullptr && *env != '\0') return env;
   return std::string(GPUVPA_SOURCE_DIR) + "/build-tools/kubernetes-client/usr/bin/kubectl";
@@ -48,19 +95,8 @@ std::string KubeTestCluster::Kubectl(const std::string& args, int* rc, const std
   const std::string kubeconfig = Kubeconfig(token, "kubectl-" + token + ".yaml");
   const std::string cmd = "HOME='" + dir_.Path("home") + "' '" + KubectlPath() +
                           "' --kubeconfig '" + kubeconfig + "' --cache-dir '" +
-                          dir_.Path("kubectl-cache") + "' --request-timeout 20s " + args + " 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    *rc = -1;
-    return "popen failed";
-  }
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+                          dir_.Path("kubectl-cache") + "' --request-timeout 20s " + args;
+  return RunShell(cmd, rc);
 }
 
 json KubeTestCluster::Namespace(const std::string& name, const json& labels) {

@@ -29,6 +29,12 @@ class KubeTestCluster {
   // Runs kubectl against the double as `token`; stdout + stderr, exit status in `rc`.
   std::string Kubectl(const std::string& args, int* rc, const std::string& token = kAdminToken);
 
+  // The API user of a gpuvpa service account with exactly the rules the shipped manifests
+  // (deploy/kubernetes/base) bind to it: ClusterRoles through ClusterRoleBindings, Roles through
+  // RoleBindings in the base's namespace. The daemon tests run with these, so the manifests
+  // grant what the code needs.
+  static KubeUser UserFromManifests(const std::string& service_account);
+
   static nlohmann::json Namespace(const std::string& name, const nlohmann::json& labels = {});
   // A Deployment (or StatefulSet) whose one container holds `resource`=`quantity`.
   static nlohmann::json Workload(const std::string& kind, const std::string& ns,

@@ -7,9 +7,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstdio>
+
 extern char** environ;
 
 namespace gpuvpa::testing {
+
+std::string RunShell(const std::string& command, int* rc) {
+  std::string out;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) {
+    *rc = -1;
+    return "popen failed";
+  }
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
 
 pid_t SpawnProcess(std::vector<std::string> argv, const std::string& output_path) {
   std::vector<char*> args;

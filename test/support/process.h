@@ -13,5 +13,8 @@ namespace gpuvpa::testing {
 pid_t SpawnProcess(std::vector<std::string> argv, const std::string& output_path);
 // SIGKILL and reap; sets `pid` to -1. Does nothing for -1.
 void KillProcess(pid_t& pid);
+// Runs `command` with /bin/sh, stderr into stdout; returns the output, the exit status in `rc`
+// (-1 when it could not run or did not exit).
+std::string RunShell(const std::string& command, int* rc);
 
 }  // namespace gpuvpa::testing

@@ -34,14 +34,9 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr const char* kUpdaterToken = "updater-token";
 
 // What deploy/ grants gpuvpa-updater (issue 12's least-privilege list).
+// What deploy/kubernetes/base grants the updater's service account, nothing more.
 testing::KubeUser UpdaterUser() {
-  return {"system:serviceaccount:gpuvpa:gpuvpa-updater",
-          {{{"get", "list", "watch", "patch"}, {"apps"}, {"deployments", "statefulsets"}, {}},
-           {{"create"}, {""}, {"events"}, {}},
-           {{"get", "list", "watch"}, {""}, {"namespaces", "pods"}, {}},
-           {{"get", "create", "update"}, {"coordination.k8s.io"}, {"leases"}, {"gpuvpa"}},
-           {{"get", "list", "watch"}, {"gpuvpa.io"}, {"gpuverticalpodautoscalers"}, {}},
-           {{"patch", "update"}, {"gpuvpa.io"}, {"gpuverticalpodautoscalers/status"}, {}}}};
+  return testing::KubeTestCluster::UserFromManifests("gpuvpa-updater");
 }
 
 // An H100 workload whose 12 GiB p98 and 10 % SM fit MIG 1g.20gb (the planner's acceptance pick).
@@ -112,7 +107,7 @@ class UpdaterKubeTest : public ::testing::Test {
     if (recommender.empty())
       o.recommendations_file = recs_path_;
     else
-      o.recommender_address = recommender;
+      o.recommender.address = recommender;
     o.ledger_path = ledger_path_;
     o.lease.identity = "updater-test";
     o.limits = limits;

@@ -48,16 +48,29 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                   "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)");
   app->add_option("--context", context, "kubeconfig context (default: current-context)");
   auto* source = app->add_option_group("recommendations", "where recommendations come from");
-  source->add_option("--recommender", o.recommender_address,
+  source->add_option("--recommender", o.recommender.address,
                      "gpuvpa-recommender gRPC address (host:port)");
   source->add_option("--recommendations", o.recommendations_file,
                      "a file as `gpuvpa recommend --format json` writes it (re-read each cycle)");
   source->require_option(1);
-  app->add_option("--recommender-ca", o.recommender_ca_file, "CA file: TLS to the recommender");
+  app->add_option("--recommender-ca", o.recommender.ca_file, "CA file: TLS to the recommender");
+  app->add_option("--recommender-cert", o.recommender.client_cert_file,
+                  "client certificate (PEM) for the recommender: mTLS");
+  app->add_option("--recommender-key", o.recommender.client_key_file,
+                  "client key (PEM) for the recommender");
   app->add_option("--config", config_path, "gpuvpa config (prices, cost centers)");
   app->add_option("--policy", policy_path,
                   "update policy YAML (namespace defaults, production selector, thresholds)");
   app->add_option("--ledger", o.ledger_path, "ledger file for proposals, changes and rollbacks");
+  app->add_option("--ledger-service", o.ledger_service.address,
+                  "the ledger's owner (gpuvpa-recommender --accept-ledger-rows), host:port: rows "
+                  "go there instead of to a file");
+  app->add_option("--ledger-service-ca", o.ledger_service.ca_file,
+                  "CA (PEM) of the ledger service: TLS");
+  app->add_option("--ledger-service-cert", o.ledger_service.client_cert_file,
+                  "client certificate (PEM) for the ledger service: mTLS");
+  app->add_option("--ledger-service-key", o.ledger_service.client_key_file,
+                  "client key (PEM) for the ledger service");
   app->add_option("--report-dir", o.report_dir, "write the owner reports into this directory");
   app->add_option("--report-format", o.report_formats, "report formats: html,md,json,csv");
   app->add_option("--report-interval", o.report_interval_s, "seconds between report writes")

@@ -13,6 +13,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/time_format.h"
+#include "core/cost/ledger_rpc.h"
 #include "core/gpu/gpu_catalog.h"
 #include "proto/gpuvpa.grpc.pb.h"
 #include "updater/cmd/plan_inputs.h"
@@ -49,7 +50,7 @@ Result<std::unique_ptr<UpdaterDaemon>> UpdaterDaemon::Create(UpdaterDaemonOption
                                                              GpuvpaConfig config,
                                                              UpdaterPolicy policy,
                                                              std::unique_ptr<KubeClient> client) {
-  if (options.recommender_address.empty() == options.recommendations_file.empty())
+  if (options.recommender.address.empty() == options.recommendations_file.empty())
     return InvalidArgumentError(
         "give the recommender's address or a recommendations file, exactly one");
   if (options.lease.identity.empty())
@@ -63,10 +64,17 @@ Result<std::unique_ptr<UpdaterDaemon>> UpdaterDaemon::Create(UpdaterDaemonOption
   }
   std::unique_ptr<UpdaterDaemon> d(new UpdaterDaemon(std::move(options), std::move(config),
                                                      std::move(policy), std::move(client)));
+  if (!d->options_.ledger_path.empty() && !d->options_.ledger_service.address.empty())
+    return InvalidArgumentError("--ledger and --ledger-service: rows go to one of them");
   if (!d->options_.ledger_path.empty()) {
     Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(d->options_.ledger_path);
     if (!ledger.ok()) return ledger.status();
     d->ledger_ = std::move(ledger).value();
+  } else if (!d->options_.ledger_service.address.empty()) {
+    Result<std::unique_ptr<RemoteLedger>> remote =
+        RemoteLedger::Connect(d->options_.ledger_service);
+    if (!remote.ok()) return remote.status();
+    d->ledger_ = std::move(remote).value();
   }
   return d;
 }
@@ -108,24 +116,15 @@ Result<std::vector<v1::Recommendation>> UpdaterDaemon::LoadRecommendations() {
       return InvalidArgumentError(options_.recommendations_file + ": " + parsed.status().message());
     return parsed;
   }
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
-  if (options_.recommender_ca_file.empty()) {
-    credentials = grpc::InsecureChannelCredentials();
-  } else {
-    Result<std::string> ca = ReadWholeFile(options_.recommender_ca_file);
-    if (!ca.ok()) return ca.status();
-    grpc::SslCredentialsOptions tls;
-    tls.pem_root_certs = *ca;
-    credentials = grpc::SslCredentials(tls);
-  }
-  auto stub = v1::RecommendationService::NewStub(
-      grpc::CreateChannel(options_.recommender_address, credentials));
+  Result<std::shared_ptr<grpc::Channel>> channel = MakeClientChannel(options_.recommender);
+  if (!channel.ok()) return channel.status();
+  auto stub = v1::RecommendationService::NewStub(*channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + kRecommenderTimeout);
   v1::ListRecommendationsResponse response;
   const grpc::Status s = stub->List(&context, v1::ListRecommendationsRequest(), &response);
   if (!s.ok())
-    return UnavailableError("recommender " + options_.recommender_address + ": " +
+    return UnavailableError("recommender " + options_.recommender.address + ": " +
                             s.error_message());
   return std::vector<v1::Recommendation>(response.recommendations().begin(),
                                          response.recommendations().end());
@@ -347,7 +346,7 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
     input.generated_at_s = static_cast<int64_t>(now_s);
     input.as_of_s = static_cast<int64_t>(now_s);
     input.source = options_.recommendations_file.empty()
-                       ? "recommender " + options_.recommender_address
+                       ? "recommender " + options_.recommender.address
                        : "recommendations " + options_.recommendations_file;
     input.scale_to_zero = policy_.scale_to_zero;
     Result<std::vector<std::string>> written =

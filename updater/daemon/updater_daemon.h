@@ -29,6 +29,7 @@
 #include "core/cost/config.h"
 #include "core/cost/ledger.h"
 #include "core/kube/kube_client.h"
+#include "core/net/grpc_client.h"
 #include "core/net/http_server.h"
 #include "updater/kube/leader_election.h"
 #include "updater/kube/workload_change.h"
@@ -38,11 +39,12 @@ namespace gpuvpa::updater {
 
 struct UpdaterDaemonOptions {
   // Recommendations: one of these.
-  std::string recommender_address;  // host:port of gpuvpa.v1.RecommendationService
-  std::string recommender_ca_file;  // TLS to the recommender when set
+  ClientChannelOptions recommender;  // gpuvpa.v1.RecommendationService (TLS / mTLS from files)
   std::string recommendations_file;
-  std::string ledger_path;  // "" : no ledger rows
-  std::string report_dir;   // "" : no reports
+  // Ledger rows: a file, or the ledger's owner over gRPC; neither: no rows.
+  std::string ledger_path;
+  ClientChannelOptions ledger_service;
+  std::string report_dir;  // "" : no reports
   std::string report_formats = "html,md,json,csv";
   double report_interval_s = 3600;
   double interval_s = 60;
@@ -96,7 +98,7 @@ class UpdaterDaemon {
   LeaderElector elector_;
   KubeInformer gvpas_;
   ChangeRateLimiter limiter_;
-  std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<LedgerSink> ledger_;
   double last_report_s_ = -1e18;
 
   std::atomic<bool> stop_{false};

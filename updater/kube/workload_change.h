@@ -79,7 +79,7 @@ struct AppliedChange {
 
 struct ChangeContext {
   KubeClient& client;
-  Ledger* ledger = nullptr;  // no rows when null
+  LedgerSink* ledger = nullptr;  // no rows when null
   const UpdaterPolicy& policy;
   ChangeRateLimiter& limiter;
   std::string identity;  // this updater replica, on Events

@@ -1,0 +1,34 @@
+// Client channels from files.
+#include "core/net/grpc_client.h"
+
+#include "core/base/atomic_file.h"
+
+namespace gpuvpa {
+
+Result<std::shared_ptr<grpc::Channel>> MakeClientChannel(const ClientChannelOptions& options) {
+  if (options.address.empty()) return InvalidArgumentError("the gRPC address is empty");
+  if (options.client_cert_file.empty() != options.client_key_file.empty())
+    return InvalidArgumentError("a client certificate needs its key and a key its certificate (" +
+                                options.address + ")");
+  if (options.ca_file.empty()) {
+    if (!options.client_cert_file.empty())
+      return InvalidArgumentError("a client certificate without a CA file (" + options.address +
+                                  "): mTLS needs the server's CA");
+    return grpc::CreateChannel(options.address, grpc::InsecureChannelCredentials());
+  }
+  grpc::SslCredentialsOptions tls;
+  Result<std::string> ca = ReadWholeFile(options.ca_file);
+  if (!ca.ok()) return ca.status();
+  tls.pem_root_certs = *std::move(ca);
+  if (!options.client_cert_file.empty()) {
+    Result<std::string> cert = ReadWholeFile(options.client_cert_file);
+    if (!cert.ok()) return cert.status();
+    Result<std::string> key = ReadWholeFile(options.client_key_file);
+    if (!key.ok()) return key.status();
+    tls.pem_cert_chain = *std::move(cert);
+    tls.pem_private_key = *std::move(key);
+  }
+  return grpc::CreateChannel(options.address, grpc::SslCredentials(tls));
+}
+
+}  // namespace gpuvpa

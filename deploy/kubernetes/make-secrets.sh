@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Makes the TLS Secrets gpuvpa mounts, from a new private CA (openssl), as one YAML file to
+# `kubectl apply -f`. Use your own PKI (cert-manager, Vault) instead by creating Secrets with the
+# same names and keys (tls.crt, tls.key, ca.crt):
+#   gpuvpa-recommender-tls      server: gpuvpa-recommender (its gRPC requires client certificates)
+#   gpuvpa-updater-client-tls   client: the updater, to the recommender
+#   gpuvpa-scaler-client-tls    client: the scaler, to the recommender's ledger
+#   gpuvpa-scaler-tls           server: gpuvpa-scaler (KEDA's client certificate must chain to ca.crt)
+#   gpuvpa-scaler-client        client: KEDA, in each workload namespace (TriggerAuthentication)
+# Usage: make-secrets.sh [--namespace gpuvpa] [--workload-namespace agents]... OUTDIR
+# Writes OUTDIR/secrets.yaml (and the CA's key, OUTDIR/ca.key: keep it or delete it). Keys are
+# written with mode 0600 and never printed.
+set -euo pipefail
+ns=gpuvpa
+workload_namespaces=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --namespace) ns="$2"; shift 2 ;;
+    --workload-namespace) workload_namespaces+=("$2"); shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "make-secrets.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -eq 1 ] || { echo "make-secrets.sh: give one output folder (see --help)" >&2; exit 2; }
+[ ${#workload_namespaces[@]} -gt 0 ] || workload_namespaces=(agents)
+out="$1"
+mkdir -p "$out"
+umask 077
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+openssl req -x509 -newkey rsa:2048 -nodes -days 825 -subj "/CN=gpuvpa-ca" \
+  -keyout "$out/ca.key" -out "$work/ca.crt" 2>/dev/null
+
+# cert NAME CN SANS USAGE: a key and a certificate signed by the CA.
+cert() {
+  local name="$1" cn="$2" sans="$3" usage="$4"
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=$cn" -keyout "$work/$name.key" \
+    -out "$work/$name.csr" 2>/dev/null
+  {
+    echo "extendedKeyUsage=$usage"
+    [ -z "$sans" ] || echo "subjectAltName=$sans"
+  } >"$work/$name.ext"
+  openssl x509 -req -in "$work/$name.csr" -CA "$work/ca.crt" -CAkey "$out/ca.key" \
+    -CAcreateserial -days 825 -extfile "$work/$name.ext" -out "$work/$name.crt" 2>/dev/null
+}
+svc_sans() { echo "DNS:$1,DNS:$1.$ns,DNS:$1.$ns.svc,DNS:$1.$ns.svc.cluster.local"; }
+cert recommender gpuvpa-recommender "$(svc_sans gpuvpa-recommender)" serverAuth
+cert scaler gpuvpa-scaler "$(svc_sans gpuvpa-scaler)" serverAuth
+cert updater-client gpuvpa-updater "" clientAuth
+cert scaler-client gpuvpa-scaler "" clientAuth
+cert keda-client keda-operator "" clientAuth
+
+b64() { base64 -w0 <"$1"; }
+secret() {  # secret NAME NAMESPACE CERT
+  cat <<YAML
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: $1
+  namespace: $2
+  labels: {app.kubernetes.io/part-of: gpuvpa}
+type: kubernetes.io/tls
+data:
+  ca.crt: $(b64 "$work/ca.crt")
+  tls.crt: $(b64 "$work/$3.crt")
+  tls.key: $(b64 "$work/$3.key")
+YAML
+}
+{
+  secret gpuvpa-recommender-tls "$ns" recommender
+  secret gpuvpa-updater-client-tls "$ns" updater-client
+  secret gpuvpa-scaler-client-tls "$ns" scaler-client
+  secret gpuvpa-scaler-tls "$ns" scaler
+  for w in "${workload_namespaces[@]}"; do secret gpuvpa-scaler-client "$w" keda-client; done
+} >"$out/secrets.yaml"
+echo "wrote $out/secrets.yaml (apply it with kubectl apply -f) and the CA key $out/ca.key"

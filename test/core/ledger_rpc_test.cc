@@ -1,0 +1,208 @@
+// The ledger over gRPC: rows from another process land once in the owner's ledger, over a real
+// socket with mTLS; bad rows are refused naming the field, with nothing stored; a ledger service
+// that is down is UNAVAILABLE; the scaler's meter spools while it is down and moves the rows
+// once it is back.
+#include "core/cost/ledger_rpc.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "core/cost/ledger_spool.h"
+#include "core/net/grpc_server.h"
+#include "scaler/service/activity_meter.h"
+#include "test/support/money_util.h"
+#include "test/support/sockets.h"
+#include "test/support/temp_dir.h"
+#include "test/support/test_certs.h"
+
+namespace gpuvpa {
+namespace {
+
+LedgerAction Row(const std::string& id, const std::string& cost_center, MicroUsd metered) {
+  LedgerAction a;
+  a.action_id = id;
+  a.time_s = 1793577600;
+  a.kind = ActionKind::kMeteredPeriod;
+  a.status = ActionStatus::kApplied;
+  a.namespace_name = "ai";
+  a.workload = "ScaledObject/agent";
+  a.cost_center = cost_center;
+  a.gpu_model = "H100-80GB";
+  a.period_start_s = 1793577600 - 600;
+  a.period_end_s = 1793577600;
+  a.metered_gpu_time = 600'000;
+  a.metered = metered;
+  a.reserved = 2 * metered;
+  a.evidence_json = R"({"replica_seconds": 600})";
+  return a;
+}
+
+std::unique_ptr<RemoteLedger> Connected(
+    const ClientChannelOptions& options,
+    std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  Result<std::unique_ptr<RemoteLedger>> remote = RemoteLedger::Connect(options, timeout);
+  EXPECT_TRUE(remote.ok()) << remote.status().message();
+  return remote.ok() ? std::move(remote).value() : nullptr;
+}
+
+class LedgerRpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(testing::MakeTestCertificates(tmp_.dir().string(), &error)) << error;
+    ledger_ = std::move(Ledger::Open(tmp_.Path("ledger.db"))).value();
+    service_ = std::make_unique<LedgerServiceImpl>(*ledger_);
+  }
+  // mTLS: the server requires a client certificate signed by the test CA.
+  void Serve(int port = 0) {
+    ServerOptions o;
+    o.listen_address = "127.0.0.1:" + std::to_string(port);
+    o.tls_cert_file = tmp_.Path("server.pem");
+    o.tls_key_file = tmp_.Path("server.key");
+    o.client_ca_file = tmp_.Path("ca.pem");
+    Result<RunningServer> server = StartServer(o, {service_.get()});
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    server_ = std::move(server).value();
+  }
+  ClientChannelOptions Client(int port, bool with_cert = true) {
+    ClientChannelOptions c;
+    c.address = "127.0.0.1:" + std::to_string(port);
+    c.ca_file = tmp_.Path("ca.pem");
+    if (with_cert) {
+      c.client_cert_file = tmp_.Path("client.pem");
+      c.client_key_file = tmp_.Path("client.key");
+    }
+    return c;
+  }
+  testing::ScopedTempDir tmp_;
+  std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<LedgerServiceImpl> service_;
+  RunningServer server_;
+};
+
+TEST_F(LedgerRpcTest, RowsLandOnceInTheOwnersLedgerWithEveryFieldKept) {
+  Serve();
+  Result<std::unique_ptr<RemoteLedger>> remote = RemoteLedger::Connect(Client(server_.port));
+  ASSERT_TRUE(remote.ok()) << remote.status().message();
+  const std::vector<LedgerAction> rows = {Row("metered/a/1", "ai-agents", 1'584'000),
+                                          Row("metered/a/2", "ai-agents", 1'000'001),
+                                          Row("metered/b/1", "search", 7)};
+  Result<size_t> added = (*remote)->Append(rows);
+  ASSERT_TRUE(added.ok()) << added.status().message();
+  EXPECT_EQ(*added, 3u);
+  // A retry of a call whose answer was lost: nothing twice.
+  Result<size_t> again = (*remote)->Append(rows);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0u);
+  EXPECT_EQ(*ledger_->CountRows(), 3);
+  Result<Showback> s = ledger_->QueryShowback({});
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->groups.size(), 2u);
+  EXPECT_EQ(s->groups[0].group, "ai-agents");
+  EXPECT_EQ(s->groups[0].metered, 2'584'001);
+  EXPECT_EQ(s->groups[0].reserved, 5'168'002);
+  EXPECT_EQ(s->groups[0].metered_gpu_time, 1'200'000);
+  EXPECT_EQ(s->groups[1].metered, 7);
+  // Every field survives the wire.
+  const LedgerAction back = *LedgerRowFromProto(LedgerRowToProto(rows[0]));
+  EXPECT_EQ(LedgerRowToProto(back).SerializeAsString(),
+            LedgerRowToProto(rows[0]).SerializeAsString());
+}
+
+TEST_F(LedgerRpcTest, BadRowsAreRefusedNamingTheFieldAndNothingOfTheCallIsStored) {
+  Serve();
+  std::unique_ptr<RemoteLedger> remote = Connected(Client(server_.port));
+  LedgerAction negative = Row("metered/bad/1", "ai-agents", -5);
+  Result<size_t> r =
+      remote->Append(std::vector<LedgerAction>{Row("metered/ok/1", "x", 1), negative});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("metered -5 is negative"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(*ledger_->CountRows(), 0) << "all rows of a call or none";
+
+  v1::LedgerRow wire = LedgerRowToProto(Row("metered/bad/2", "ai-agents", 1));
+  wire.set_kind("free_money");
+  Result<LedgerAction> parsed = LedgerRowFromProto(wire);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("kind \"free_money\""), std::string::npos)
+      << parsed.status().message();
+  wire = LedgerRowToProto(Row("metered/bad/3", "ai-agents", 1));
+  wire.set_evidence_json("[1,2]");
+  parsed = LedgerRowFromProto(wire);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("evidence_json is not a JSON object"),
+            std::string::npos);
+  LedgerAction no_cost_center = Row("metered/bad/4", "", 1);
+  r = remote->Append(no_cost_center);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cost_center"), std::string::npos) << r.status().message();
+}
+
+TEST_F(LedgerRpcTest, AClientWithoutACertificateIsRefusedAndADownServiceIsUnavailable) {
+  Serve();
+  std::unique_ptr<RemoteLedger> anonymous = Connected(Client(server_.port, false));
+  Result<size_t> r = anonymous->Append(Row("metered/x/1", "ai-agents", 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(*ledger_->CountRows(), 0);
+
+  const int closed = testing::FreeLocalPort();
+  std::unique_ptr<RemoteLedger> down = Connected(Client(closed), std::chrono::milliseconds(500));
+  r = down->Append(Row("metered/x/2", "ai-agents", 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("127.0.0.1:" + std::to_string(closed)), std::string::npos)
+      << r.status().message();
+
+  ClientChannelOptions lone_cert = Client(server_.port);
+  lone_cert.client_key_file.clear();
+  EXPECT_EQ(RemoteLedger::Connect(lone_cert).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(LedgerRpcTest, TheMeterSpoolsWhileTheServiceIsDownAndMovesTheRowsOnceItIsBack) {
+  PriceBook prices;
+  ASSERT_TRUE(prices.SetPrice("H100-80GB", "", 2.64, "test").ok());
+  Result<scaler::ScaledObjectConfig> config =
+      scaler::ParseScaledObjectConfig("agent", "ai",
+                                      {{"listName", "jobs"},
+                                       {"listLength", "5"},
+                                       {"costCenter", "ai-agents"},
+                                       {"gpuModel", "H100-80GB"}});
+  ASSERT_TRUE(config.ok());
+  const int port = testing::FreeLocalPort();
+  std::unique_ptr<RemoteLedger> remote = Connected(Client(port), std::chrono::milliseconds(500));
+  scaler::ActivityMeterOptions o;
+  o.spool_path = tmp_.Path("metered.spool");
+  double now = 1793577600;
+  scaler::ActivityMeter meter(o, remote.get(), prices, [&] { return now; });
+  meter.OnDepth(*config, 5);  // 1 replica
+  now += 100;
+  meter.OnDepth(*config, 0);  // closes 100 replica-seconds: the service is down
+  EXPECT_EQ(meter.spooled_rows(), 1u);
+  EXPECT_EQ(*ledger_->CountRows(), 0);
+  meter.EvictIdle();  // still down: the row stays in the spool
+  EXPECT_EQ(LedgerSpool(o.spool_path).Read()->size(), 1u);
+
+  Serve(port);
+  // The channel reconnects after its backoff: the periodic EvictIdle moves the row then.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (*ledger_->CountRows() == 0 && std::chrono::steady_clock::now() < give_up) {
+    meter.EvictIdle();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(*ledger_->CountRows(), 1);
+  EXPECT_FALSE(std::filesystem::exists(o.spool_path));
+  Result<Showback> s = ledger_->QueryShowback({});
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->groups.size(), 1u);
+  EXPECT_EQ(s->groups[0].metered_gpu_time, 100'000);
+  EXPECT_EQ(s->groups[0].metered, testing::Cost(100'000, 2.64));
+  meter.EvictIdle();
+  EXPECT_EQ(*ledger_->CountRows(), 1) << "moved once";
+}
+
+}  // namespace
+}  // namespace gpuvpa
