@@ -173,6 +173,35 @@ std::string Json(const Showback& s, const char* group_key) {
   return doc.dump(2) + "\n";
 }
 
+std::string Summary(const ShowbackRow& t) {
+  auto percent = [](MicroUsd part, MicroUsd whole) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f %%",
+                  100.0 * static_cast<double>(part) / static_cast<double>(whole));
+    return std::string(buf);
+  };
+  std::string s = "fleet idle tax            ";
+  if (t.allocated == 0)
+    s += "none: no allocated GPU time in the ledger\n";
+  else if (!t.usage_measured)
+    s += "unknown: no measured usage in the ledger (allocation-only rows)\n";
+  else
+    s += FormatUsd(t.idle_tax_vram) + " of " + FormatUsd(t.allocated) +
+         " allocated GPU cost is idle (" + percent(t.idle_tax_vram, t.allocated) +
+         ", VRAM-residency basis)\n";
+  s += "proposed monthly savings  " + FormatUsd(t.savings_proposed_monthly) + " a month";
+  if (t.savings_realised_monthly > 0)
+    s += " (realised so far: " + FormatUsd(t.savings_realised_monthly) + " a month)";
+  s += "\nscale-to-zero metering    ";
+  if (t.metered_gpu_time == 0)
+    s += "no metered periods in the ledger\n";
+  else
+    s += FormatUsd(t.metered) + " metered vs " + FormatUsd(t.reserved) + " reserved" +
+         (t.reserved > 0 ? " (" + percent(t.metered, t.reserved) + " of the reservation)" : "") +
+         "\n";
+  return s;
+}
+
 }  // namespace
 
 Result<ReportFormat> ParseReportFormat(std::string_view text) {
@@ -180,8 +209,9 @@ Result<ReportFormat> ParseReportFormat(std::string_view text) {
   if (text == "csv") return ReportFormat::kCsv;
   if (text == "json") return ReportFormat::kJson;
   if (text == "md" || text == "markdown") return ReportFormat::kMarkdown;
+  if (text == "summary") return ReportFormat::kSummary;
   return InvalidArgumentError("--format \"" + std::string(text) +
-                              "\" is not one of table, csv, json, md");
+                              "\" is not one of table, csv, json, md, summary");
 }
 
 std::string FormatShowback(const Showback& showback, ShowbackGroup group_by, ReportFormat format) {
@@ -193,6 +223,8 @@ std::string FormatShowback(const Showback& showback, ShowbackGroup group_by, Rep
       return Json(showback, by_model ? "gpu_model" : "cost_center");
     case ReportFormat::kMarkdown:
       return Table(showback, by_model ? "GPU model" : "Cost center", true);
+    case ReportFormat::kSummary:
+      return Summary(showback.total);
     case ReportFormat::kTable:
       break;
   }
@@ -214,8 +246,10 @@ int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, 
   app->add_option("--to", to_text, "window end, exclusive: Unix seconds, RFC 3339 or a date");
   app->add_option("--group-by", group_text, "cost-center or gpu-model")
       ->check(CLI::IsMember({"cost-center", "gpu-model"}));
-  app->add_option("--format", format_text, "table, csv, json or md")
-      ->check(CLI::IsMember({"table", "csv", "json", "md", "markdown"}));
+  app->add_option("--format", format_text,
+                  "table, csv, json, md, or summary (three lines: idle tax, proposed savings, "
+                  "metered vs reserved)")
+      ->check(CLI::IsMember({"table", "csv", "json", "md", "markdown", "summary"}));
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   ShowbackQuery query;
   for (auto [text, target, name] :

@@ -14,13 +14,15 @@
 
 namespace gpuvpa {
 
-enum class ReportFormat { kTable, kCsv, kJson, kMarkdown };
+// kSummary: three lines over the total (the README demo prints them): the fleet's idle tax, the
+// proposed monthly savings, and metered against reserved cost of the scale-to-zero workloads.
+enum class ReportFormat { kTable, kCsv, kJson, kMarkdown, kSummary };
 Result<ReportFormat> ParseReportFormat(std::string_view text);
 
 std::string FormatShowback(const Showback& showback, ShowbackGroup group_by, ReportFormat format);
 
 // gpuvpa showback --ledger FILE [--from T --to T] [--group-by cost-center|gpu-model]
-//                 [--format table|csv|json|md]
+//                 [--format table|csv|json|md|summary]
 int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace gpuvpa

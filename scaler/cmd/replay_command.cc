@@ -5,9 +5,12 @@
 
 #include "core/base/atomic_file.h"
 #include "core/cli/cli.h"
+#include "core/cost/config.h"
+#include "core/cost/ledger.h"
 #include "core/cost/money.h"
 #include "core/cost/price_book.h"
 #include "scaler/replay/queue_replay.h"
+#include "scaler/service/activity_meter.h"
 
 namespace gpuvpa::scaler {
 
@@ -17,6 +20,7 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
   std::string service_unit = "s";
   QueueReplayOptions o;
   double usd_per_gpu_hour = 0;
+  std::string gpu_model, config_path, ledger_path, ns, scaled_object, cost_center = "unallocated";
   auto app = NewCommandApp("gpuvpa-scaler", "replay",
                            "Replay a request-arrival trace through a simulated KEDA/HPA-scaled "
                            "queue: metered GPU time against reserved.");
@@ -48,13 +52,47 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
       ->check(NonNegativeNumber());
   app->add_option("--gpu-per-replica", o.gpu_per_replica, "GPUs per replica")
       ->check(PositiveNumber());
-  app->add_option("--usd-per-gpu-hour", usd_per_gpu_hour, "price, to show the saving in dollars")
-      ->check(NumberInRange(0.0, kDefaultMaxUsdPerGpuHour));
+  CLI::Option* price = app->add_option("--usd-per-gpu-hour", usd_per_gpu_hour,
+                                       "price, to show the saving in dollars")
+                           ->check(NumberInRange(0.0, kDefaultMaxUsdPerGpuHour));
+  CLI::Option* model = app->add_option(
+      "--gpu-model", gpu_model, "price the GPU time from the price book (--config, else built-in)");
+  price->excludes(model);
+  model->excludes(price);
+  app->add_option("--config", config_path, "gpuvpa config (prices, region)")
+      ->check(CLI::ExistingFile)
+      ->needs(model);
+  CLI::Option* ledger = app->add_option(
+      "--ledger", ledger_path,
+      "also write the replay as one priced metered_period row (a re-run adds nothing)");
+  app->add_option("--namespace", ns, "the ScaledObject's namespace, for the ledger row")
+      ->needs(ledger);
+  app->add_option("--scaled-object", scaled_object, "the ScaledObject's name, for the ledger row")
+      ->needs(ledger);
+  app->add_option("--cost-center", cost_center, "cost center of the ledger row")->needs(ledger);
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   if (fixed->count() == 0 && column->count() == 0) {
     err << "gpuvpa-scaler replay: give --service-seconds or --service-column\n"
         << "Run 'gpuvpa-scaler replay --help' for the flags.\n";
     return kExitUsage;
+  }
+  if (ledger->count() > 0 &&
+      (ns.empty() || scaled_object.empty() || price->count() + model->count() == 0)) {
+    err << "gpuvpa-scaler replay: --ledger needs --namespace, --scaled-object and a price "
+           "(--usd-per-gpu-hour or --gpu-model)\n"
+        << "Run 'gpuvpa-scaler replay --help' for the flags.\n";
+    return kExitUsage;
+  }
+  if (model->count() > 0) {
+    Result<GpuvpaConfig> config = LoadConfigFile(config_path);
+    Result<double> p = config.ok() ? config->prices.GpuHourPrice(gpu_model, config->region)
+                                   : Result<double>(config.status());
+    if (!p.ok()) {
+      err << "gpuvpa-scaler replay: --gpu-model " << gpu_model << ": " << p.status().message()
+          << "\n";
+      return kExitFailure;
+    }
+    usd_per_gpu_hour = *p;
   }
   Result<std::string> csv = ReadWholeFile(arrivals_path);
   Result<std::vector<Arrival>> arrivals =
@@ -101,6 +139,47 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
     out << "cost                  metered " << FormatUsd(*metered) << " vs (a) "
         << FormatUsd(*fixed_cost) << " vs (b) " << FormatUsd(*reserved) << "\n";
   }
+  if (!ledger_path.empty()) {
+    MeteredPeriod period;
+    period.namespace_name = ns;
+    period.scaled_object = scaled_object;
+    period.cost_center = cost_center;
+    period.gpu_model = gpu_model;
+    period.start_s = r->start_s;
+    period.end_s = r->start_s + r->duration_s;
+    period.gpu_seconds = r->metered_gpu_s;
+    period.reserved_gpu_seconds = r->reserved_gpu_s;
+    period.evidence = {{"source", "gpuvpa-scaler replay"}, {"arrivals", arrivals_path},
+                       {"requests", r->requests},          {"peak_replicas", r->peak_replicas},
+                       {"cold_starts", r->cold_starts},    {"gpu_per_replica", o.gpu_per_replica}};
+    Result<LedgerAction> row = MeteredPeriodRow(period, usd_per_gpu_hour);
+    Result<std::unique_ptr<Ledger>> opened =
+        row.ok() ? Ledger::Open(ledger_path) : Result<std::unique_ptr<Ledger>>(row.status());
+    Result<size_t> added = opened.ok() ? (*opened)->Append(*row) : Result<size_t>(opened.status());
+    if (!added.ok()) {
+      err << "gpuvpa-scaler replay: ledger " << ledger_path << ": " << added.status().message()
+          << "\n";
+      return kExitFailure;
+    }
+    out << "ledger                " << *added << " metered_period row"
+        << (*added == 1 ? "" : "s (already there)") << " in " << ledger_path << "\n";
+  }
+  return 0;
+}
+
+int RunDemoArrivalsCommand(const std::vector<std::string>& args, std::ostream& out,
+                           std::ostream& err) {
+  std::string path;
+  auto app = NewCommandApp("gpuvpa-scaler", "demo-arrivals",
+                           "Write the demo's queue-arrival trace: the nightly training jobs of "
+                           "research/nightly-train in the demo fleet (7 nights, 01:00-03:00 UTC).");
+  app->add_option("--out", path, "where to write the CSV (timestamp,service_seconds)")->required();
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  if (Status s = WriteFileAtomically(path, GenerateDemoArrivals({})); !s.ok()) {
+    err << "gpuvpa-scaler demo-arrivals: " << s.message() << "\n";
+    return kExitFailure;
+  }
+  out << "wrote " << path << "\n";
   return 0;
 }
 

@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
        gpuvpa::scaler::RunServeCommand},
       {"replay", "replay a request-arrival trace through a simulated queue: metered vs reserved",
        gpuvpa::scaler::RunReplayCommand},
+      {"demo-arrivals", "write the demo's queue-arrival trace (nightly training jobs)",
+       gpuvpa::scaler::RunDemoArrivalsCommand},
   };
   return gpuvpa::RunDispatcher(
       "gpuvpa-scaler", "gpuvpa-scaler: KEDA external scaler for GPU scale-to-zero.", commands,

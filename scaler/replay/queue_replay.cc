@@ -103,6 +103,27 @@ Result<std::vector<Arrival>> ReadArrivalRequests(std::string_view csv,
   return out;
 }
 
+std::string GenerateDemoArrivals(const DemoArrivalsOptions& o) {
+  uint64_t state = o.seed;
+  auto uniform = [&state] {  // splitmix64 -> [0, 1)
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+  };
+  std::string csv = "timestamp,service_seconds\n";
+  for (int day = 0; day < o.days; ++day) {
+    const double from = o.start_time_s + day * 86400.0 + o.window_start_h * 3600;
+    const double to = from + o.window_hours * 3600;
+    for (double t = from - o.mean_interarrival_s * std::log(1 - uniform()); t < to;
+         t -= o.mean_interarrival_s * std::log(1 - uniform())) {
+      const int service = 40 + static_cast<int>(uniform() * 41);
+      csv += FormatTimestamp(std::floor(t)) + "," + std::to_string(service) + "\n";
+    }
+  }
+  return csv;
+}
+
 Result<std::vector<double>> ReadArrivals(std::string_view csv) {
   Result<std::vector<Arrival>> requests = ReadArrivalRequests(csv, {}, 1, 1);
   if (!requests.ok()) return requests.status();
@@ -138,6 +159,7 @@ Result<QueueReplayResult> ReplayQueue(std::vector<Arrival> requests, const Queue
 
   QueueReplayResult r;
   r.requests = arrivals.size();
+  r.start_s = start;
   std::vector<Replica> replicas;
   std::vector<double> waits;
   waits.reserve(arrivals.size());

@@ -17,6 +17,7 @@
 //   replica count always on. (a) is what a careful team would reserve; (b) is an upper bound.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,7 @@ struct Arrival {
 
 struct QueueReplayResult {
   size_t requests = 0;
+  double start_s = 0;         // the first arrival (Unix seconds)
   double duration_s = 0;      // first arrival to the last request served
   double metered_gpu_s = 0;   // replica lifetime x GPUs per replica
   double reserved_gpu_s = 0;  // baseline (b): peak replicas for the whole duration
@@ -58,6 +60,21 @@ struct QueueReplayResult {
   double wait_p99_s = 0;
   double wait_max_s = 0;
 };
+
+// The demo's queue (README command 1): the training jobs of research/nightly-train in the demo
+// fleet (recommender/input/demo_fleet.h), which trains 01:00-03:00 UTC every night on 4 GPUs and
+// holds them idle the rest of the day. Jobs arrive as a Poisson process, one a minute on
+// average, from 01:00 to 03:00 each night, each taking 40-80 s of one replica; the same options
+// give the same bytes. CSV header: timestamp,service_seconds (RFC 3339 UTC).
+struct DemoArrivalsOptions {
+  double start_time_s = 1793577600;  // 2026-11-02T00:00:00Z, the demo fleet's first day
+  int days = 7;
+  double window_start_h = 1;  // UTC hour the nightly jobs start
+  double window_hours = 2;
+  double mean_interarrival_s = 60;
+  uint64_t seed = 20261102;
+};
+std::string GenerateDemoArrivals(const DemoArrivalsOptions& options);
 
 // Arrival times (Unix seconds) from a CSV whose first column is a timestamp, header required
 // (the Azure LLM inference traces: TIMESTAMP,ContextTokens,GeneratedTokens).

@@ -20,6 +20,35 @@ ActivityMeter::Clock ActivityMeter::DefaultClock() {
   return [] { return UnixNowSeconds(); };
 }
 
+Result<LedgerAction> MeteredPeriodRow(const MeteredPeriod& p, double usd_per_gpu_hour) {
+  Result<MilliGpuSeconds> metered_time = GpuSecondsToMilli(p.gpu_seconds);
+  if (!metered_time.ok()) return metered_time.status();
+  Result<MicroUsd> metered = PriceGpuTime(*metered_time, usd_per_gpu_hour);
+  if (!metered.ok()) return metered.status();
+  Result<MicroUsd> reserved = PriceGpuSeconds(p.reserved_gpu_seconds, usd_per_gpu_hour);
+  if (!reserved.ok()) return reserved.status();
+  LedgerAction a;
+  a.action_id = "metered/" + EncodeIdParts({p.namespace_name, p.scaled_object}) + "/" +
+                std::to_string(static_cast<int64_t>(std::round(p.start_s * 1000))) + "-" +
+                std::to_string(static_cast<int64_t>(std::round(p.end_s * 1000)));
+  a.time_s = static_cast<int64_t>(p.end_s);
+  a.kind = ActionKind::kMeteredPeriod;
+  a.status = ActionStatus::kApplied;
+  a.namespace_name = p.namespace_name;
+  a.workload = "ScaledObject/" + p.scaled_object;
+  a.cost_center = p.cost_center;
+  a.gpu_model = p.gpu_model;
+  a.period_start_s = static_cast<int64_t>(p.start_s);
+  a.period_end_s = static_cast<int64_t>(p.end_s);
+  a.metered_gpu_time = *metered_time;
+  a.metered = *metered;
+  a.reserved = *reserved;
+  nlohmann::json evidence = p.evidence.is_object() ? p.evidence : nlohmann::json::object();
+  evidence["usd_per_gpu_hour"] = usd_per_gpu_hour;
+  a.evidence_json = evidence.dump();
+  return a;
+}
+
 ActivityMeter::ActivityMeter(ActivityMeterOptions options, LedgerSink* ledger,
                              const PriceBook& prices, Clock clock, ScalerMetrics* metrics)
     : options_(std::move(options)),
@@ -96,38 +125,25 @@ bool ActivityMeter::WriteRowLocked(Meter& m, double now) {
         m.config.gpu_model.empty()
             ? Result<double>(InvalidArgumentError("no gpuModel in the trigger metadata"))
             : prices_.GpuHourPrice(m.config.gpu_model, options_.region);
-    Result<MilliGpuSeconds> metered_time =
-        price.ok() ? GpuSecondsToMilli(gpu_seconds) : Result<MilliGpuSeconds>(price.status());
-    Result<MicroUsd> metered = metered_time.ok() ? PriceGpuTime(*metered_time, *price)
-                                                 : Result<MicroUsd>(metered_time.status());
-    Result<MicroUsd> reserved = metered.ok() ? PriceGpuSeconds(reserved_gpu_seconds, *price)
-                                             : Result<MicroUsd>(metered.status());
-    if (!reserved.ok()) {
+    MeteredPeriod period;
+    period.namespace_name = m.config.namespace_name;
+    period.scaled_object = m.config.name;
+    period.cost_center = m.config.cost_center;
+    period.gpu_model = m.config.gpu_model;
+    period.start_s = m.row_start_s;
+    period.end_s = now;
+    period.gpu_seconds = gpu_seconds;
+    period.reserved_gpu_seconds = reserved_gpu_seconds;
+    period.evidence = {{"replica_seconds", m.replica_seconds},
+                       {"peak_replicas", m.peak_replicas},
+                       {"gpu_per_replica", m.config.gpu_per_replica}};
+    Result<LedgerAction> row =
+        price.ok() ? MeteredPeriodRow(period, *price) : Result<LedgerAction>(price.status());
+    if (!row.ok()) {
       spdlog::warn("metering {}/{}: {} GPU-seconds not charged: {}", m.config.namespace_name,
-                   m.config.name, gpu_seconds, reserved.status().message());
+                   m.config.name, gpu_seconds, row.status().message());
     } else {
-      LedgerAction a;
-      a.action_id = "metered/" + EncodeIdParts({m.config.namespace_name, m.config.name}) + "/" +
-                    std::to_string(static_cast<int64_t>(std::round(m.row_start_s * 1000))) + "-" +
-                    std::to_string(static_cast<int64_t>(std::round(now * 1000)));
-      a.time_s = static_cast<int64_t>(now);
-      a.kind = ActionKind::kMeteredPeriod;
-      a.status = ActionStatus::kApplied;
-      a.namespace_name = m.config.namespace_name;
-      a.workload = "ScaledObject/" + m.config.name;
-      a.cost_center = m.config.cost_center;
-      a.gpu_model = m.config.gpu_model;
-      a.period_start_s = static_cast<int64_t>(m.row_start_s);
-      a.period_end_s = static_cast<int64_t>(now);
-      a.metered_gpu_time = *metered_time;
-      a.metered = *metered;
-      a.reserved = *reserved;
-      a.evidence_json = nlohmann::json{
-          {"replica_seconds", m.replica_seconds},
-          {"peak_replicas", m.peak_replicas},
-          {"gpu_per_replica", m.config.gpu_per_replica},
-          {"usd_per_gpu_hour",
-           *price}}.dump();
+      const LedgerAction& a = *row;
       if (Result<size_t> added = ledger_->Append(a); !added.ok()) {
         Status spooled =
             spool_ ? spool_->Append(std::span(&a, 1)) : UnavailableError("no spool configured");

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,22 @@ struct ActivityMeterOptions {
   size_t max_meters = 20000;       // ScaledObjects metered at once; the oldest is closed beyond
   std::chrono::seconds idle{900};  // a meter not read this long is closed and forgotten
 };
+
+// A metered period of a ScaledObject, before pricing.
+struct MeteredPeriod {
+  std::string namespace_name;
+  std::string scaled_object;
+  std::string cost_center;
+  std::string gpu_model;
+  double start_s = 0;  // Unix seconds
+  double end_s = 0;
+  double gpu_seconds = 0;           // active replica-seconds x GPUs per replica
+  double reserved_gpu_seconds = 0;  // what the reservation it replaces would have held
+  nlohmann::json evidence = nlohmann::json::object();  // usd_per_gpu_hour is added
+};
+// Its priced metered_period row (id: namespace, ScaledObject and the period in ms, so a repeat
+// of the same period is one row); an error for GPU time or money out of range.
+Result<LedgerAction> MeteredPeriodRow(const MeteredPeriod& period, double usd_per_gpu_hour);
 
 class ActivityMeter final : public DepthObserver {
  public:

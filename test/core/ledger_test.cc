@@ -205,5 +205,36 @@ TEST_F(LedgerTest, ShowbackFormatsAsCsvJsonAndMarkdown) {
   EXPECT_NE(md.find("| GPU model"), std::string::npos) << md;
 }
 
+TEST_F(LedgerTest, ShowbackSummaryIsThreeLinesAndSaysWhatIsMissing) {
+  const std::string empty = FormatShowback(*ledger_->QueryShowback({}), ShowbackGroup::kCostCenter,
+                                           ReportFormat::kSummary);
+  EXPECT_NE(empty.find("fleet idle tax            none: no allocated GPU time"), std::string::npos)
+      << empty;
+  EXPECT_NE(empty.find("no metered periods"), std::string::npos) << empty;
+  LedgerAction usage =
+      Action("u-1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "train", "research");
+  usage.allocated_gpu_time = testing::GpuHours(10);
+  usage.allocated = testing::Usd(40);
+  usage.used_vram = testing::Usd(10);
+  LedgerAction metered =
+      Action("m-1", ActionKind::kMeteredPeriod, ActionStatus::kApplied, "ScaledObject/q", "ai");
+  metered.metered_gpu_time = testing::GpuHours(1);
+  metered.metered = testing::Usd(2.5);
+  metered.reserved = testing::Usd(20);
+  LedgerAction proposal =
+      Action("r-1", ActionKind::kRecommendation, ActionStatus::kProposed, "train", "research");
+  proposal.monthly_before = testing::Usd(1000);
+  proposal.monthly_after = testing::Usd(250);
+  ASSERT_TRUE(ledger_->Append(std::vector<LedgerAction>{usage, metered, proposal}).ok());
+  const std::string summary = FormatShowback(*ledger_->QueryShowback({}),
+                                             ShowbackGroup::kCostCenter, ReportFormat::kSummary);
+  EXPECT_EQ(summary,
+            "fleet idle tax            $30.00 of $40.00 allocated GPU cost is idle (75.0 %, "
+            "VRAM-residency basis)\n"
+            "proposed monthly savings  $750.00 a month\n"
+            "scale-to-zero metering    $2.50 metered vs $20.00 reserved (12.5 % of the "
+            "reservation)\n");
+}
+
 }  // namespace
 }  // namespace gpuvpa

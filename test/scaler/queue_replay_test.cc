@@ -3,10 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
+#include "core/cost/ledger.h"
+#include "core/cost/money.h"
+#include "core/cost/price_book.h"
 #include "scaler/cmd/replay_command.h"
+#include "test/support/temp_dir.h"
 
 namespace gpuvpa::scaler {
 namespace {
@@ -144,6 +149,63 @@ TEST(QueueReplayTest, PerRequestServiceTimesAndTheTwoBaselines) {
   Result<std::vector<Arrival>> bad = ReadArrivalRequests("TIMESTAMP,d\n1700000000,-3\n", "d", 1, 1);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("line 2"), std::string::npos) << bad.status().message();
+}
+
+// The demo's queue: the same bytes every time, only inside the nightly window; replayed with
+// --ledger it is one priced metered_period row, and a re-run adds nothing.
+TEST(QueueReplayTest, DemoArrivalsReplayIntoOneLedgerRowOnce) {
+  const std::string csv = GenerateDemoArrivals({});
+  EXPECT_EQ(csv, GenerateDemoArrivals({}));
+  Result<std::vector<Arrival>> arrivals = ReadArrivalRequests(csv, "service_seconds", 1, 1);
+  ASSERT_TRUE(arrivals.ok()) << arrivals.status().message();
+  EXPECT_GT(arrivals->size(), 7u * 100) << "about 120 a night";
+  EXPECT_LT(arrivals->size(), 7u * 140);
+  for (const Arrival& a : *arrivals) {
+    const double hour = std::fmod(a.time_s, 86400) / 3600;
+    EXPECT_GE(hour, 1);
+    EXPECT_LT(hour, 3);
+    EXPECT_GE(a.service_s, 40);
+    EXPECT_LE(a.service_s, 80);
+  }
+  testing::ScopedTempDir tmp;
+  const std::string path = tmp.Path("arrivals.csv");
+  std::ofstream(path) << csv;
+  const std::vector<std::string> args = {
+      "--arrivals",     path,        "--service-column",  "service_seconds",
+      "--max-replicas", "1",         "--gpu-per-replica", "4",
+      "--gpu-model",    "H100-80GB", "--ledger",          tmp.Path("ledger.db"),
+      "--namespace",    "research",  "--scaled-object",   "nightly-train",
+      "--cost-center",  "research"};
+  std::ostringstream out, err;
+  ASSERT_EQ(RunReplayCommand(args, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("1 metered_period row in"), std::string::npos) << out.str();
+  ASSERT_EQ(RunReplayCommand(args, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("0 metered_period rows (already there)"), std::string::npos)
+      << out.str();
+
+  QueueReplayOptions o;
+  o.max_replicas = 1;
+  o.gpu_per_replica = 4;
+  Result<QueueReplayResult> r = ReplayQueue(*arrivals, o);
+  ASSERT_TRUE(r.ok());
+  std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(tmp.Path("ledger.db"))).value();
+  EXPECT_EQ(*ledger->CountRows(), 1);
+  const Showback s = *ledger->QueryShowback({});
+  ASSERT_EQ(s.groups.size(), 1u);
+  EXPECT_EQ(s.groups[0].group, "research");
+  const double price = *PriceBook::BuiltInDefaults().GpuHourPrice("H100-80GB");
+  EXPECT_EQ(s.groups[0].metered_gpu_time, *GpuSecondsToMilli(r->metered_gpu_s));
+  EXPECT_EQ(s.groups[0].metered, *PriceGpuTime(*GpuSecondsToMilli(r->metered_gpu_s), price));
+  EXPECT_EQ(s.groups[0].reserved, *PriceGpuSeconds(r->reserved_gpu_s, price));
+  EXPECT_LT(s.groups[0].metered, s.groups[0].reserved / 5) << "2 h a night of 24";
+
+  // A ledger row needs its identity and a price.
+  std::vector<std::string> no_price = {"--arrivals",   path,       "--service-seconds",
+                                       "60",           "--ledger", tmp.Path("other.db"),
+                                       "--namespace",  "research", "--scaled-object",
+                                       "nightly-train"};
+  EXPECT_EQ(RunReplayCommand(no_price, out, err), 2);
+  EXPECT_NE(err.str().find("--ledger needs"), std::string::npos) << err.str();
 }
 
 }  // namespace
