@@ -32,28 +32,6 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kScaler = std::string(GPUVPA_BIN_DIR) + "/gpuvpa-scaler";
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Waits for `pid` to exit; its exit status, or -1 after `limit` (then it is killed).
-int WaitForExit(pid_t& pid, milliseconds limit) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      pid = -1;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  testing::KillProcess(pid);
-  return -1;
-}
-
 externalscaler::ScaledObjectRef Ref(const std::string& name,
                                     const std::map<std::string, std::string>& m) {
   externalscaler::ScaledObjectRef r;
@@ -80,7 +58,7 @@ TEST(ScalerProcessTest, SigtermStopsTheScalerWhileAHostileBackendStallsAndHealth
                              "--metrics-listen", "", "--scaler-config", tmp.Path("scaler.yaml")},
                             tmp.Path("scaler.log"));
   ASSERT_TRUE(testing::WaitForTcpPort(port, milliseconds(10000)))
-      << ReadText(tmp.Path("scaler.log"));
+      << testing::ReadTextFile(tmp.Path("scaler.log"));
   auto channel =
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
   auto stub = externalscaler::ExternalScaler::NewStub(channel);
@@ -126,8 +104,9 @@ TEST(ScalerProcessTest, SigtermStopsTheScalerWhileAHostileBackendStallsAndHealth
   }
   grpc::Status end = stream->Finish();
   EXPECT_TRUE(end.ok()) << end.error_code() << " " << end.error_message();
-  EXPECT_EQ(WaitForExit(pid, milliseconds(10000)), 0) << ReadText(tmp.Path("scaler.log"));
-  const std::string log = ReadText(tmp.Path("scaler.log"));
+  EXPECT_EQ(testing::WaitForExit(pid, milliseconds(10000)), 0)
+      << testing::ReadTextFile(tmp.Path("scaler.log"));
+  const std::string log = testing::ReadTextFile(tmp.Path("scaler.log"));
   EXPECT_NE(log.find(" info serving ExternalScaler"), std::string::npos) << log;
   EXPECT_NE(log.find(" warning queue read failed: GET " + chunk.url()), std::string::npos)
       << "source errors are logged with a level and a timestamp:\n"
@@ -191,17 +170,18 @@ TEST(ScalerProcessTest, AFullFilesystemAtShutdownLosesNoMeteredRow) {
         tmp.Path("run.log"));
     ASSERT_GT(sh, 0);
     ASSERT_TRUE(testing::WaitForTcpPort(port, milliseconds(10000)))
-        << "unshare/mount or the scaler failed: " << ReadText(tmp.Path("run.log"));
-    const pid_t scaler = std::stoi(ReadText(ready));
+        << "unshare/mount or the scaler failed: " << testing::ReadTextFile(tmp.Path("run.log"));
+    const pid_t scaler = std::stoi(testing::ReadTextFile(ready));
     MeterSomeActivity(port);
     std::ofstream(fill_now) << "";
     for (int i = 0; i < 500 && !std::filesystem::exists(filled); ++i)
       std::this_thread::sleep_for(milliseconds(20));
     ASSERT_TRUE(std::filesystem::exists(filled));
     ::kill(scaler, SIGTERM);
-    EXPECT_EQ(WaitForExit(sh, milliseconds(15000)), 0) << ReadText(tmp.Path("run.log"));
-    const std::string exit_code = ReadText(code);
-    const std::string log = ReadText(tmp.Path("run.log"));
+    EXPECT_EQ(testing::WaitForExit(sh, milliseconds(15000)), 0)
+        << testing::ReadTextFile(tmp.Path("run.log"));
+    const std::string exit_code = testing::ReadTextFile(code);
+    const std::string log = testing::ReadTextFile(tmp.Path("run.log"));
     if (spool_full_too) {
       EXPECT_NE(exit_code, "0\n") << "no row could be kept: the exit status must say so\n" << log;
       EXPECT_NE(log.find("metered rows lost"), std::string::npos) << log;
@@ -220,9 +200,10 @@ TEST(ScalerProcessTest, AFullFilesystemAtShutdownLosesNoMeteredRow) {
          "--ledger", tmp.Path("ledger2.db"), "--spool", spool},
         tmp.Path("next.log"));
     ASSERT_TRUE(testing::WaitForTcpPort(port2, milliseconds(10000)))
-        << ReadText(tmp.Path("next.log"));
+        << testing::ReadTextFile(tmp.Path("next.log"));
     ::kill(next, SIGTERM);
-    EXPECT_EQ(WaitForExit(next, milliseconds(10000)), 0) << ReadText(tmp.Path("next.log"));
+    EXPECT_EQ(testing::WaitForExit(next, milliseconds(10000)), 0)
+        << testing::ReadTextFile(tmp.Path("next.log"));
     Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(tmp.Path("ledger2.db"));
     ASSERT_TRUE(ledger.ok());
     Result<Showback> s = (*ledger)->QueryShowback({});

@@ -9,10 +9,34 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 extern char** environ;
 
 namespace gpuvpa::testing {
+
+int WaitForExit(pid_t& pid, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  KillProcess(pid);
+  return -1;
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 std::string RunShell(const std::string& command, int* rc) {
   std::string out;

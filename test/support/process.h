@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,10 @@ void KillProcess(pid_t& pid);
 // Runs `command` with /bin/sh, stderr into stdout; returns the output, the exit status in `rc`
 // (-1 when it could not run or did not exit).
 std::string RunShell(const std::string& command, int* rc);
+// Waits for `pid` to exit and reaps it: its exit status (128 + signal when killed by one), or
+// -1 after `limit` (it is then killed). Sets `pid` to -1 either way.
+int WaitForExit(pid_t& pid, std::chrono::milliseconds limit);
+// A whole text file ("" when it cannot be read): logs of child processes.
+std::string ReadTextFile(const std::string& path);
 
 }  // namespace gpuvpa::testing
