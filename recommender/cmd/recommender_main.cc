@@ -41,8 +41,8 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app->add_option("--listen-grpc", listen_grpc, "override recommender.listen_grpc (host:port)");
   app->add_flag("--accept-ledger-rows", accept_ledger_rows,
                 "also serve gpuvpa.v1.LedgerService: the updater's and the scaler's rows go into "
-                "this daemon's ledger (one writer for the ledger file). Limit who may reach it: "
-                "mTLS (recommender.client_ca_file) and a NetworkPolicy");
+                "this daemon's ledger (one writer for the ledger file). Needs mTLS "
+                "(recommender.client_ca_file) unless listen_grpc is a loopback address");
   app->add_flag("--once", once, "poll once, save the checkpoint, print the summary and exit");
   app->add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
@@ -64,6 +64,17 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (!config.ok()) return fail(config.status());
   if (!listen_http.empty()) config->listen_http = listen_http;
   if (!listen_grpc.empty()) config->listen_grpc = listen_grpc;
+  // Ledger rows are money: only peers with a certificate this daemon trusts may append them,
+  // unless nothing but this machine can reach the port.
+  const bool loopback = config->listen_grpc.rfind("127.0.0.1:", 0) == 0 ||
+                        config->listen_grpc.rfind("[::1]:", 0) == 0 ||
+                        config->listen_grpc.rfind("localhost:", 0) == 0;
+  if (accept_ledger_rows && config->client_ca_file.empty() && !loopback) {
+    err << "gpuvpa-recommender: --accept-ledger-rows on " << config->listen_grpc
+        << " needs mTLS: set recommender.client_ca_file (and tls_cert_file, tls_key_file), or "
+           "listen on a loopback address\n";
+    return kExitUsage;
+  }
 
   Result<std::unique_ptr<RecommenderDaemon>> daemon =
       RecommenderDaemon::Create(*config, *std::move(gpuvpa));

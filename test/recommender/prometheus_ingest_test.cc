@@ -607,3 +607,25 @@ TEST_F(PrometheusIngestTest, DaemonServesMetricsAndTheApiAndSurvivesARestart) {
 
 }  // namespace
 }  // namespace gpuvpa::recommender
+
+namespace gpuvpa::recommender {
+namespace {
+
+// Ledger rows are money: a LedgerService reachable from other machines requires mTLS.
+TEST_F(PrometheusIngestTest, AcceptingLedgerRowsNeedsMtlsUnlessOnLoopback) {
+  testing::ScopedTempDir tmp;
+  std::ofstream(tmp.Path("gpuvpa.yaml")) << ConfigYaml(tmp, server_->url());
+  int rc = 0;
+  const std::string out = testing::RunShell(
+      "'" + std::string(GPUVPA_BIN_DIR) + "/gpuvpa-recommender' --config '" +
+          tmp.Path("gpuvpa.yaml") + "' --accept-ledger-rows --listen-grpc 0.0.0.0:0",
+      &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--accept-ledger-rows on 0.0.0.0:0 needs mTLS: set "
+                     "recommender.client_ca_file"),
+            std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace gpuvpa::recommender
