@@ -8,9 +8,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -388,6 +391,55 @@ TEST(DockerfileTest, PinnedNonRootAndTheRuntimeStageHasEveryLibraryTheBinariesLo
         << "the runtime stage does not install " << pkg;
   }
   EXPECT_GT(checked, 5);
+}
+
+}  // namespace
+}  // namespace gpuvpa
+
+namespace gpuvpa {
+namespace {
+
+std::string ReadAll(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Every metric the dashboard plots is one a component exports (so a rename breaks this test,
+// not the dashboard), and every panel has a query.
+TEST(DashboardTest, EveryPlottedMetricIsExportedByAComponent) {
+  const nlohmann::json dashboard = nlohmann::json::parse(
+      ReadAll(kKube / "monitoring" / "gpuvpa-dashboard.json"), nullptr, false);
+  ASSERT_TRUE(dashboard.is_object());
+  std::string exported;
+  for (const char* dir : {"recommender/daemon", "updater/daemon", "scaler/service"})
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(GPUVPA_SOURCE_DIR) / dir))
+      if (entry.path().extension() == ".cc") exported += ReadAll(entry.path());
+  int metrics = 0;
+  ASSERT_TRUE(dashboard["panels"].is_array());
+  for (const nlohmann::json& panel : dashboard["panels"]) {
+    ASSERT_FALSE(panel["targets"].empty()) << panel["title"];
+    for (const nlohmann::json& target : panel["targets"]) {
+      const std::string expr = target["expr"];
+      for (size_t at = expr.find("gpuvpa_"); at != std::string::npos;
+           at = expr.find("gpuvpa_", at + 1)) {
+        size_t end = at;
+        while (end < expr.size() &&
+               (std::isalnum(static_cast<unsigned char>(expr[end])) || expr[end] == '_'))
+          ++end;
+        std::string name = expr.substr(at, end - at);
+        for (const char* suffix : {"_bucket", "_count", "_sum"})
+          if (name.size() > std::strlen(suffix) &&
+              name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+            name.resize(name.size() - std::strlen(suffix));
+        ++metrics;
+        EXPECT_NE(exported.find("\"" + name + "\""), std::string::npos)
+            << panel["title"] << ": " << name << " is exported by no component";
+        at = end;
+      }
+    }
+  }
+  EXPECT_GT(metrics, 15);
 }
 
 }  // namespace
