@@ -343,7 +343,17 @@ TEST(EndToEndTest, RecommenderUpdaterAndScalerChargeOneLedgerExactlyOnce) {
   const std::string rec_address = "127.0.0.1:" + std::to_string(rec_grpc);
   const std::vector<std::string> mtls_to_recommender = {tmp.Path("ca.pem"), tmp.Path("client.pem"),
                                                         tmp.Path("client.key")};
-  pid_t updater = testing::SpawnProcess({kBin + "/gpuvpa-updater",
+  // Both send their ledger rows to the recommender, over mTLS.
+  const std::vector<std::string> to_ledger = {"--ledger-service",      rec_address,
+                                              "--ledger-service-ca",   mtls_to_recommender[0],
+                                              "--ledger-service-cert", mtls_to_recommender[1],
+                                              "--ledger-service-key",  mtls_to_recommender[2]};
+  auto with_ledger = [&](std::vector<std::string> args) {
+    args.insert(args.end(), to_ledger.begin(), to_ledger.end());
+    return args;
+  };
+  pid_t updater =
+      testing::SpawnProcess(with_ledger({kBin + "/gpuvpa-updater",
                                          "--kubeconfig",
                                          cluster.Kubeconfig(kUpdaterToken, "updater.yaml"),
                                          "--recommender",
@@ -353,14 +363,6 @@ TEST(EndToEndTest, RecommenderUpdaterAndScalerChargeOneLedgerExactlyOnce) {
                                          "--recommender-cert",
                                          mtls_to_recommender[1],
                                          "--recommender-key",
-                                         mtls_to_recommender[2],
-                                         "--ledger-service",
-                                         rec_address,
-                                         "--ledger-service-ca",
-                                         mtls_to_recommender[0],
-                                         "--ledger-service-cert",
-                                         mtls_to_recommender[1],
-                                         "--ledger-service-key",
                                          mtls_to_recommender[2],
                                          "--config",
                                          tmp.Path("gpuvpa.yaml"),
@@ -373,8 +375,8 @@ TEST(EndToEndTest, RecommenderUpdaterAndScalerChargeOneLedgerExactlyOnce) {
                                          "--identity",
                                          "updater-e2e",
                                          "--log-level",
-                                         "warn"},
-                                        tmp.Path("updater.log"));
+                                         "warn"}),
+                            tmp.Path("updater.log"));
   ASSERT_GT(updater, 0);
 
   // gpuvpa-scaler: mTLS for KEDA, the Redis backend, metered rows to the recommender.
@@ -382,34 +384,26 @@ TEST(EndToEndTest, RecommenderUpdaterAndScalerChargeOneLedgerExactlyOnce) {
       << "redis:\n  - address: 127.0.0.1:" << redis.port() << "\ncost_centers: [ai-agents]\n";
   const int scaler_port = testing::FreeLocalPort();
   const int scaler_metrics = testing::FreeLocalPort();
-  pid_t scaler = testing::SpawnProcess({kBin + "/gpuvpa-scaler",
-                                        "serve",
-                                        "--listen",
-                                        "127.0.0.1:" + std::to_string(scaler_port),
-                                        "--metrics-listen",
-                                        "127.0.0.1:" + std::to_string(scaler_metrics),
-                                        "--tls-cert",
-                                        tmp.Path("server.pem"),
-                                        "--tls-key",
-                                        tmp.Path("server.key"),
-                                        "--client-ca",
-                                        tmp.Path("ca.pem"),
-                                        "--scaler-config",
-                                        tmp.Path("scaler.yaml"),
-                                        "--config",
-                                        tmp.Path("gpuvpa.yaml"),
-                                        "--ledger-service",
-                                        rec_address,
-                                        "--ledger-service-ca",
-                                        mtls_to_recommender[0],
-                                        "--ledger-service-cert",
-                                        mtls_to_recommender[1],
-                                        "--ledger-service-key",
-                                        mtls_to_recommender[2],
-                                        "--spool",
-                                        tmp.Path("metered.spool"),
-                                        "--cache-ttl-ms",
-                                        "100"},
+  pid_t scaler = testing::SpawnProcess(with_ledger({kBin + "/gpuvpa-scaler",
+                                                    "serve",
+                                                    "--listen",
+                                                    "127.0.0.1:" + std::to_string(scaler_port),
+                                                    "--metrics-listen",
+                                                    "127.0.0.1:" + std::to_string(scaler_metrics),
+                                                    "--tls-cert",
+                                                    tmp.Path("server.pem"),
+                                                    "--tls-key",
+                                                    tmp.Path("server.key"),
+                                                    "--client-ca",
+                                                    tmp.Path("ca.pem"),
+                                                    "--scaler-config",
+                                                    tmp.Path("scaler.yaml"),
+                                                    "--config",
+                                                    tmp.Path("gpuvpa.yaml"),
+                                                    "--spool",
+                                                    tmp.Path("metered.spool"),
+                                                    "--cache-ttl-ms",
+                                                    "100"}),
                                        tmp.Path("scaler.log"));
   ASSERT_GT(scaler, 0);
   ASSERT_TRUE(testing::WaitForTcpPort(scaler_port, milliseconds(10000)))
