@@ -5,14 +5,45 @@
 // spool. A torn last line (a crash mid-append) is reported and skipped, never half-read.
 #pragma once
 
+#include <mutex>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/base/status.h"
 #include "core/cost/ledger.h"
 
 namespace gpuvpa {
+
+class LedgerSpool;
+
+// A LedgerSink that loses no row it is given: rows the inner sink refuses (a ledger service
+// that is down, a full disk) go to the spool, durably, and are moved to the inner sink before
+// the next append once it takes rows again. Append then answers OK with 0 new rows; it fails
+// only when the rows could be written neither to the inner sink nor to the spool. Marks are
+// not spooled: an append with marks fails with the inner sink. Safe from several threads.
+class SpoolingLedgerSink final : public LedgerSink {
+ public:
+  SpoolingLedgerSink(LedgerSink& inner, std::string spool_path);
+  Result<size_t> Append(std::span<const LedgerAction> actions,
+                        std::span<const ChargeMark> marks = {}) override;
+  using LedgerSink::Append;
+  // Moves what the spool holds to the inner sink (rows spooled by an earlier run too).
+  Result<size_t> MoveSpooled();
+  uint64_t spooled_rows() const;
+
+ private:
+  LedgerSink& inner_;
+  const std::string spool_path_;
+  mutable std::mutex mu_;
+  bool pending_ = true;  // the spool may hold rows (an earlier run's): try it first
+  uint64_t spooled_rows_ = 0;
+  // Ids this run spooled since the last drain: a caller that appends the same rows every cycle
+  // (the updater's hourly proposals) spools each once. Bounded; past the bound rows are spooled
+  // again (the ledger keeps one of each anyway).
+  std::unordered_set<std::string> spooled_ids_;
+};
 
 class LedgerSpool {
  public:

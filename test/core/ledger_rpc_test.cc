@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/cost/ledger_spool.h"
@@ -204,6 +205,50 @@ TEST_F(LedgerRpcTest, TheMeterSpoolsWhileTheServiceIsDownAndMovesTheRowsOnceItIs
   EXPECT_EQ(s->groups[0].metered, testing::Cost(100'000, 2.64));
   meter.EvictIdle();
   EXPECT_EQ(*ledger_->CountRows(), 1) << "moved once";
+}
+
+// The updater's path: a sink that spools what the service refuses, each row once however often
+// it is appended, and moves it before the next append once the service answers; a corrupt spool
+// is moved aside, never blocking new rows.
+TEST_F(LedgerRpcTest, TheSpoolingSinkLosesNothingAndSpoolsEachRowOnce) {
+  const int port = testing::FreeLocalPort();
+  std::unique_ptr<RemoteLedger> remote = Connected(Client(port), std::chrono::milliseconds(500));
+  const std::string spool = tmp_.Path("updater.spool");
+  SpoolingLedgerSink sink(*remote, spool);
+  const std::vector<LedgerAction> hourly = {Row("proposal/a/1", "research", 1),
+                                            Row("proposal/b/1", "fraud", 2)};
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    Result<size_t> r = sink.Append(hourly);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(*r, 0u);
+  }
+  ASSERT_TRUE(sink.Append(Row("change/a/1", "research", 3)).ok());
+  EXPECT_EQ(LedgerSpool(spool).Read()->size(), 3u) << "each row spooled once";
+  EXPECT_EQ(sink.spooled_rows(), 3u);
+
+  Serve(port);
+  Result<size_t> added = size_t{0};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    added = sink.Append(Row("change/b/1", "fraud", 4));
+  } while (std::filesystem::exists(spool) && std::chrono::steady_clock::now() < give_up);
+  ASSERT_TRUE(added.ok());
+  EXPECT_FALSE(std::filesystem::exists(spool));
+  EXPECT_EQ(*ledger_->CountRows(), 4) << "three spooled, one direct, none twice";
+  const Showback s = *ledger_->QueryShowback({});
+  ASSERT_EQ(s.groups.size(), 2u);
+  EXPECT_EQ(s.total.metered, 1 + 2 + 3 + 4);
+
+  // A spool corrupted in the middle is moved aside; new rows go straight to the ledger.
+  std::ofstream(spool) << "00000000 not a row\n"
+                       << "00000000 neither\n";
+  SpoolingLedgerSink restarted(*remote, spool);
+  Result<size_t> r = restarted.Append(Row("change/c/1", "research", 5));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, 1u);
+  EXPECT_TRUE(std::filesystem::exists(spool + ".corrupt"));
+  EXPECT_FALSE(std::filesystem::exists(spool));
 }
 
 }  // namespace

@@ -368,6 +368,8 @@ TEST(EndToEndTest, RecommenderUpdaterAndScalerChargeOneLedgerExactlyOnce) {
                                          tmp.Path("gpuvpa.yaml"),
                                          "--policy",
                                          tmp.Path("policy.yaml"),
+                                         "--spool",
+                                         tmp.Path("updater.spool"),
                                          "--report-dir",
                                          tmp.Path("reports"),
                                          "--interval",
@@ -486,6 +488,7 @@ TEST(EndToEndTest, RecommenderUpdaterAndScalerChargeOneLedgerExactlyOnce) {
   EXPECT_EQ(testing::WaitForExit(recommender, milliseconds(30000)), 0)
       << testing::ReadTextFile(tmp.Path("recommender.log"));
   EXPECT_FALSE(std::filesystem::exists(tmp.Path("metered.spool"))) << "nothing left undelivered";
+  EXPECT_FALSE(std::filesystem::exists(tmp.Path("updater.spool")));
 
   // Kubernetes: ml-dev patched once (dry run first); ml-prod never written.
   int dev_patches = 0, dev_dry_runs = 0;

@@ -71,6 +71,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                   "client certificate (PEM) for the ledger service: mTLS");
   app->add_option("--ledger-service-key", o.ledger_service.client_key_file,
                   "client key (PEM) for the ledger service");
+  app->add_option("--spool", o.spool_path,
+                  "rows the ledger (service) refuses wait in this file, fsync'd, and are moved "
+                  "to it once it answers (default: none)");
   app->add_option("--report-dir", o.report_dir, "write the owner reports into this directory");
   app->add_option("--report-format", o.report_formats, "report formats: html,md,json,csv");
   app->add_option("--report-interval", o.report_interval_s, "seconds between report writes")

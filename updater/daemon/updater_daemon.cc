@@ -69,13 +69,20 @@ Result<std::unique_ptr<UpdaterDaemon>> UpdaterDaemon::Create(UpdaterDaemonOption
   if (!d->options_.ledger_path.empty()) {
     Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(d->options_.ledger_path);
     if (!ledger.ok()) return ledger.status();
-    d->ledger_ = std::move(ledger).value();
+    d->ledger_backend_ = std::move(ledger).value();
   } else if (!d->options_.ledger_service.address.empty()) {
     Result<std::unique_ptr<RemoteLedger>> remote =
         RemoteLedger::Connect(d->options_.ledger_service);
     if (!remote.ok()) return remote.status();
-    d->ledger_ = std::move(remote).value();
+    d->ledger_backend_ = std::move(remote).value();
   }
+  if (!d->options_.spool_path.empty() && d->ledger_backend_ == nullptr)
+    return InvalidArgumentError("--spool " + d->options_.spool_path +
+                                " without --ledger or --ledger-service");
+  if (!d->options_.spool_path.empty())
+    d->ledger_ = std::make_unique<SpoolingLedgerSink>(*d->ledger_backend_, d->options_.spool_path);
+  else
+    d->ledger_ = std::move(d->ledger_backend_);
   return d;
 }
 

@@ -28,6 +28,7 @@
 #include "core/base/status.h"
 #include "core/cost/config.h"
 #include "core/cost/ledger.h"
+#include "core/cost/ledger_spool.h"
 #include "core/kube/kube_client.h"
 #include "core/net/grpc_client.h"
 #include "core/net/http_server.h"
@@ -44,6 +45,8 @@ struct UpdaterDaemonOptions {
   // Ledger rows: a file, or the ledger's owner over gRPC; neither: no rows.
   std::string ledger_path;
   ClientChannelOptions ledger_service;
+  // Rows the ledger (service) refuses wait here, durably, and are moved once it answers.
+  std::string spool_path;
   std::string report_dir;  // "" : no reports
   std::string report_formats = "html,md,json,csv";
   double report_interval_s = 3600;
@@ -98,7 +101,8 @@ class UpdaterDaemon {
   LeaderElector elector_;
   KubeInformer gvpas_;
   ChangeRateLimiter limiter_;
-  std::unique_ptr<LedgerSink> ledger_;
+  std::unique_ptr<LedgerSink> ledger_backend_;  // the file or the service
+  std::unique_ptr<LedgerSink> ledger_;          // what rows are appended to (maybe spooling)
   double last_report_s_ = -1e18;
 
   std::atomic<bool> stop_{false};
