@@ -6,17 +6,22 @@
 //                         [--target HOST:PORT]   # default: an in-process server on 127.0.0.1
 // ScaledObjects use the push source (each its own queue, reported once up front), so the
 // figures are the scaler's own cost, not a queue backend's.
+//   --redis HOST:PORT  instead, each ScaledObject reads its own list (LLEN) on this real Redis
+//                      server; the report adds how many reads reached Redis (its own
+//                      INFO commandstats count of LLEN), per request.
 //   --stalled-rate N   also send N req/s (from their own threads) for ScaledObjects on a Redis
 //                      server of the config that accepts connections and never answers: the
 //                      healthy requests' latency must not move (bulkheads).
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <hiredis.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -44,6 +49,7 @@ int main(int argc, char** argv) {
   int threads = 8;
   std::string target;
   double stalled_rate = 0;
+  std::string redis_address;
   CLI::App app("Open-loop GetMetrics latency client over loopback.", "scaler_load");
   app.add_option("--rate", rate, "requests per second")->check(gpuvpa::PositiveNumber());
   app.add_option("--seconds", seconds, "duration")->check(gpuvpa::PositiveNumber());
@@ -54,6 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--stalled-rate", stalled_rate,
                  "req/s for ScaledObjects on a stalled Redis backend (in-process server only)")
       ->check(gpuvpa::NonNegativeNumber());
+  app.add_option("--redis", redis_address,
+                 "HOST:PORT of a real Redis: ScaledObjects read lists there (in-process server)");
   if (std::optional<int> done = gpuvpa::ParseCommandLine(
           app, std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr))
     return *done;
@@ -74,6 +82,39 @@ int main(int argc, char** argv) {
   config.redis.emplace_back();
   config.redis.back().host = "127.0.0.1";
   config.redis.back().port = stalled_port;
+  std::string redis_host;
+  int redis_port = 0;
+  if (!redis_address.empty()) {
+    const size_t colon = redis_address.rfind(':');
+    if (colon == std::string::npos ||
+        std::from_chars(redis_address.data() + colon + 1,
+                        redis_address.data() + redis_address.size(), redis_port)
+                .ec != std::errc()) {
+      std::cerr << "--redis " << redis_address << ": not HOST:PORT\n";
+      return kExitUsage;
+    }
+    redis_host = redis_address.substr(0, colon);
+    config.redis.emplace_back();
+    config.redis.back().host = redis_host;
+    config.redis.back().port = redis_port;
+  }
+  // LLEN calls the Redis server has answered so far (its own count), -1 when unknown.
+  auto redis_llen_calls = [&]() -> long {
+    if (redis_address.empty()) return -1;
+    redisContext* c = redisConnect(redis_host.c_str(), redis_port);
+    long calls = -1;
+    if (c != nullptr && c->err == 0) {
+      auto* reply = static_cast<redisReply*>(redisCommand(c, "INFO commandstats"));
+      if (reply != nullptr && reply->type == REDIS_REPLY_STRING) {
+        const std::string info(reply->str, reply->len);
+        const size_t at = info.find("cmdstat_llen:calls=");
+        calls = at == std::string::npos ? 0 : std::atol(info.c_str() + at + 19);
+      }
+      if (reply != nullptr) freeReplyObject(reply);
+    }
+    if (c != nullptr) redisFree(c);
+    return calls;
+  };
   config.limits.max_scaled_objects = static_cast<size_t>(scaled_objects) + 1000;
   config.limits.max_queues = config.limits.max_scaled_objects;
   config.limits.max_push_queues = config.limits.max_scaled_objects;
@@ -98,7 +139,15 @@ int main(int argc, char** argv) {
   auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   auto pusher = v1::QueueDepthPush::NewStub(channel);
   std::vector<externalscaler::GetMetricsRequest> requests(static_cast<size_t>(scaled_objects));
-  for (int i = 0; i < scaled_objects; ++i) {
+  for (int i = 0; i < scaled_objects && !redis_address.empty(); ++i) {
+    externalscaler::GetMetricsRequest& r = requests[static_cast<size_t>(i)];
+    externalscaler::ScaledObjectRef* ref = r.mutable_scaledobjectref();
+    ref->set_name("so-" + std::to_string(i));
+    ref->set_namespace_("load");
+    (*ref->mutable_scalermetadata())["address"] = redis_address;
+    (*ref->mutable_scalermetadata())["listName"] = "q-" + std::to_string(i);
+  }
+  for (int i = 0; i < scaled_objects && redis_address.empty(); ++i) {
     const std::string queue = "q-" + std::to_string(i);
     grpc::ClientContext ctx;
     v1::QueueDepthReport report;
@@ -118,6 +167,7 @@ int main(int argc, char** argv) {
     (*ref->mutable_scalermetadata())["queueName"] = queue;
   }
 
+  const long llen_before = redis_llen_calls();
   const auto interval = std::chrono::duration<double>(threads / rate);
   const auto start = Clock::now() + std::chrono::milliseconds(100);
   const int per_thread = static_cast<int>(rate * seconds / threads);
@@ -181,6 +231,10 @@ int main(int argc, char** argv) {
       all.size(), scaled_objects, rate, static_cast<double>(all.size()) / elapsed, errors.load());
   std::printf("latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n", pct(0.50),
               pct(0.90), pct(0.99), pct(0.999), all.back());
+  if (const long llen_after = redis_llen_calls(); llen_before >= 0 && llen_after >= 0)
+    std::printf("redis reads: %ld LLEN for %zu requests (%.3f per request)\n",
+                llen_after - llen_before, all.size(),
+                static_cast<double>(llen_after - llen_before) / static_cast<double>(all.size()));
   if (stalled_rate > 0)
     std::printf("stalled backend: %d requests, %d answered with an error (UNAVAILABLE expected)\n",
                 stalled_sent.load(), stalled_errors.load());
