@@ -195,10 +195,10 @@ void ActivityMeter::EvictIdle() {
     it = next;
   }
   // Under the lock: a row spooled between reading and emptying the spool would be lost.
-  if (spool_pending_ && ledger_ != nullptr) {
+  if (spool_pending_ && spool_ && ledger_ != nullptr) {
     if (Result<size_t> moved = spool_->Drain(*ledger_); moved.ok()) {
       spool_pending_ = false;
-      spdlog::info("moved {} spooled metered rows to the ledger", *moved);
+      if (*moved > 0) spdlog::info("moved {} spooled metered rows to the ledger", *moved);
     }
   }
 }

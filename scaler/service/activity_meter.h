@@ -97,7 +97,9 @@ class ActivityMeter final : public DepthObserver {
   size_t active_ = 0;  // meters with replicas > 0
   std::optional<LedgerSpool> spool_;
   uint64_t spooled_rows_ = 0;
-  bool spool_pending_ = false;  // rows in the spool that this run put there
+  // The spool may hold rows: ones this run put there, or an earlier run's that could not be
+  // moved at start (the ledger service was down then).
+  bool spool_pending_ = true;
 };
 
 }  // namespace gpuvpa::scaler

@@ -251,5 +251,23 @@ TEST_F(LedgerRpcTest, TheSpoolingSinkLosesNothingAndSpoolsEachRowOnce) {
   EXPECT_FALSE(std::filesystem::exists(spool));
 }
 
+// Rows an earlier scaler run could only spool (the service was down at its start too) are
+// moved by the housekeeping of the next run, without waiting for a new row to be spooled.
+TEST_F(LedgerRpcTest, TheMeterMovesAnEarlierRunsSpoolOnceTheServiceAnswers) {
+  const std::string spool = tmp_.Path("metered.spool");
+  ASSERT_TRUE(
+      LedgerSpool(spool).Append(std::vector<LedgerAction>{Row("metered/old/1", "ai", 9)}).ok());
+  Serve();
+  std::unique_ptr<RemoteLedger> remote = Connected(Client(server_.port));
+  PriceBook prices;
+  scaler::ActivityMeterOptions o;
+  o.spool_path = spool;
+  scaler::ActivityMeter meter(o, remote.get(), prices, [] { return 1793577600.0; });
+  meter.EvictIdle();
+  EXPECT_FALSE(std::filesystem::exists(spool));
+  EXPECT_EQ(*ledger_->CountRows(), 1);
+  EXPECT_EQ(meter.spooled_rows(), 0u);
+}
+
 }  // namespace
 }  // namespace gpuvpa
