@@ -116,7 +116,8 @@ struct Showback {
 class LedgerSink {
  public:
   virtual ~LedgerSink() = default;
-  // All rows or none; returns how many were new. Marks: see Ledger::Append.
+  // All rows or none (RemoteLedger: per call of at most 10,000 rows, see there); returns how
+  // many were new. Marks: see Ledger::Append.
   virtual Result<size_t> Append(std::span<const LedgerAction> actions,
                                 std::span<const ChargeMark> marks = {}) = 0;
   Result<size_t> Append(const LedgerAction& action) { return Append(std::span(&action, 1)); }

@@ -1,6 +1,7 @@
 // gpuvpa.v1.LedgerService: row conversion, the server and the client.
 #include "core/cost/ledger_rpc.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/base/names.h"
@@ -132,20 +133,24 @@ Result<size_t> RemoteLedger::Append(std::span<const LedgerAction> actions,
   if (!marks.empty())
     return InvalidArgumentError("charge marks are kept by the ledger's owner, not sent to " +
                                 address_);
-  if (actions.size() > kMaxLedgerRowsPerCall)
-    return InvalidArgumentError(std::to_string(actions.size()) + " rows in one append; at most " +
-                                std::to_string(kMaxLedgerRowsPerCall));
-  if (actions.empty()) return size_t{0};
-  v1::LedgerAppendRequest request;
-  for (const LedgerAction& a : actions) *request.add_rows() = LedgerRowToProto(a);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout_);
-  v1::LedgerAppendResponse response;
-  const grpc::Status s = stub_->Append(&context, request, &response);
-  if (s.ok()) return static_cast<size_t>(response.added());
-  const std::string what = "ledger service " + address_ + ": " + s.error_message();
-  if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) return InvalidArgumentError(what);
-  return UnavailableError(what);
+  size_t added = 0;
+  for (size_t at = 0; at < actions.size(); at += kMaxLedgerRowsPerCall) {
+    v1::LedgerAppendRequest request;
+    for (const LedgerAction& a :
+         actions.subspan(at, std::min(kMaxLedgerRowsPerCall, actions.size() - at)))
+      *request.add_rows() = LedgerRowToProto(a);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + timeout_);
+    v1::LedgerAppendResponse response;
+    const grpc::Status s = stub_->Append(&context, request, &response);
+    if (!s.ok()) {
+      const std::string what = "ledger service " + address_ + ": " + s.error_message();
+      if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) return InvalidArgumentError(what);
+      return UnavailableError(what);
+    }
+    added += static_cast<size_t>(response.added());
+  }
+  return added;
 }
 
 }  // namespace gpuvpa

@@ -31,7 +31,9 @@ class LedgerServiceImpl final : public v1::LedgerService::Service {
   Ledger& ledger_;
 };
 
-// Appends through a LedgerService. A failed call is UNAVAILABLE (or the server's
+// Appends through a LedgerService, in calls of at most kMaxLedgerRowsPerCall rows (each stored
+// whole or not at all; a failure part way leaves the earlier calls stored, and a retry of the
+// whole append adds only what is missing). A failed call is UNAVAILABLE (or the server's
 // INVALID_ARGUMENT) naming the address; nothing is kept here (callers that must not lose a row
 // spool it: core/cost/ledger_spool.h). Marks are not forwarded (only the owner's own charges
 // carry them): a call with marks is INVALID_ARGUMENT.

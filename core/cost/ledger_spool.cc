@@ -165,12 +165,7 @@ Result<size_t> LedgerSpool::Drain(LedgerSink& ledger) {
       return ErrnoError("spool " + path_ + ": remove", errno);
     return size_t{0};
   }
-  constexpr size_t kChunk = 5000;
-  for (size_t at = 0; at < rows->size(); at += kChunk) {
-    const std::span<const LedgerAction> chunk =
-        std::span<const LedgerAction>(*rows).subspan(at, std::min(kChunk, rows->size() - at));
-    if (Result<size_t> added = ledger.Append(chunk); !added.ok()) return added.status();
-  }
+  if (Result<size_t> added = ledger.Append(*rows); !added.ok()) return added.status();
   if (::unlink(path_.c_str()) != 0) return ErrnoError("spool " + path_ + ": remove", errno);
   return rows->size();
 }

@@ -54,9 +54,9 @@ class LedgerSpool {
   // The rows kept (none when the file does not exist); DATA_LOSS for a corrupt line that is not
   // the last one (then nothing is replayed and the file is kept for a person to look at).
   Result<std::vector<LedgerAction>> Read(size_t* torn_lines = nullptr) const;
-  // Appends every kept row to `ledger` (in calls of at most 5,000 rows), then empties the
-  // spool. Returns the rows moved. A failure part way leaves the spool whole: the rows already
-  // moved are skipped by id when it is drained again.
+  // Appends every kept row to `ledger`, then empties the spool. Returns the rows moved. A
+  // failure part way leaves the spool whole: the rows already moved are skipped by id when it
+  // is drained again.
   Result<size_t> Drain(LedgerSink& ledger);
 
  private:

@@ -112,6 +112,21 @@ TEST_F(LedgerRpcTest, RowsLandOnceInTheOwnersLedgerWithEveryFieldKept) {
             LedgerRowToProto(rows[0]).SerializeAsString());
 }
 
+// More rows than one call carries (the updater's proposals of a large fleet) go in several
+// calls; a repeat adds nothing.
+TEST_F(LedgerRpcTest, AnAppendLargerThanOneCallIsSentInSeveralCalls) {
+  Serve();
+  std::unique_ptr<RemoteLedger> remote = Connected(Client(server_.port));
+  std::vector<LedgerAction> rows;
+  for (size_t i = 0; i < kMaxLedgerRowsPerCall + 1500; ++i)
+    rows.push_back(Row("proposal/" + std::to_string(i), "research", 1));
+  Result<size_t> added = remote->Append(rows);
+  ASSERT_TRUE(added.ok()) << added.status().message();
+  EXPECT_EQ(*added, rows.size());
+  EXPECT_EQ(*ledger_->CountRows(), static_cast<int64_t>(rows.size()));
+  EXPECT_EQ(*remote->Append(rows), 0u);
+}
+
 TEST_F(LedgerRpcTest, BadRowsAreRefusedNamingTheFieldAndNothingOfTheCallIsStored) {
   Serve();
   std::unique_ptr<RemoteLedger> remote = Connected(Client(server_.port));
