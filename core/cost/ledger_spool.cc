@@ -175,10 +175,21 @@ SpoolingLedgerSink::SpoolingLedgerSink(LedgerSink& inner, std::string spool_path
 
 Result<size_t> SpoolingLedgerSink::MoveSpooled() {
   std::lock_guard<std::mutex> lock(mu_);
+  return MoveSpooledLocked();
+}
+
+Result<size_t> SpoolingLedgerSink::MoveSpooledLocked() {
+  if (!pending_) return size_t{0};
   Result<size_t> moved = LedgerSpool(spool_path_).Drain(inner_);
   if (moved.ok()) {
     pending_ = false;
     spooled_ids_.clear();
+    if (*moved > 0) spdlog::info("moved {} spooled ledger rows from {}", *moved, spool_path_);
+  } else if (moved.status().code() == StatusCode::kDataLoss) {
+    // Kept for a person to look at, out of the way of new rows.
+    const std::string aside = spool_path_ + ".corrupt";
+    if (::rename(spool_path_.c_str(), aside.c_str()) == 0) pending_ = false;
+    spdlog::error("{}; moved aside to {}", moved.status().message(), aside);
   }
   return moved;
 }
@@ -187,22 +198,11 @@ Result<size_t> SpoolingLedgerSink::Append(std::span<const LedgerAction> actions,
                                           std::span<const ChargeMark> marks) {
   std::lock_guard<std::mutex> lock(mu_);
   // Older rows first, so the ledger sees them in the order they happened.
-  if (pending_) {
-    Result<size_t> moved = LedgerSpool(spool_path_).Drain(inner_);
-    if (moved.ok()) {
-      pending_ = false;
-      spooled_ids_.clear();
-      if (*moved > 0) spdlog::info("moved {} spooled ledger rows from {}", *moved, spool_path_);
-    } else if (moved.status().code() == StatusCode::kDataLoss) {
-      // Kept for a person to look at, out of the way of new rows.
-      const std::string aside = spool_path_ + ".corrupt";
-      if (::rename(spool_path_.c_str(), aside.c_str()) == 0) pending_ = false;
-      spdlog::error("{}; moved aside to {}", moved.status().message(), aside);
-    }
-  }
+  Status why = MoveSpooledLocked().status();
   if (!pending_) {
     Result<size_t> added = inner_.Append(actions, marks);
     if (added.ok() || !marks.empty()) return added;
+    why = added.status();
   }
   if (!marks.empty())
     return UnavailableError("ledger charge marks cannot be spooled; the ledger is unavailable");
@@ -212,14 +212,15 @@ Result<size_t> SpoolingLedgerSink::Append(std::span<const LedgerAction> actions,
     if (!spooled_ids_.contains(a.action_id)) fresh.push_back(a);
   if (fresh.empty()) return size_t{0};
   if (Status s = LedgerSpool(spool_path_).Append(fresh); !s.ok())
-    return UnavailableError("the ledger refused " + std::to_string(fresh.size()) +
-                            " rows and the spool " + spool_path_ + " too: " + s.message());
+    return UnavailableError("the ledger refused " + std::to_string(fresh.size()) + " rows (" +
+                            why.message() + ") and the spool " + spool_path_ +
+                            " too: " + s.message());
   pending_ = true;
   spooled_rows_ += fresh.size();
   for (const LedgerAction& a : fresh)
     if (spooled_ids_.size() < kMaxRememberedIds) spooled_ids_.insert(a.action_id);
-  spdlog::warn("the ledger is unavailable: {} rows kept in the spool {}", fresh.size(),
-               spool_path_);
+  spdlog::warn("the ledger did not take {} rows ({}); kept in the spool {} (first: {})",
+               fresh.size(), why.message(), spool_path_, fresh.front().action_id);
   return size_t{0};
 }
 

@@ -29,11 +29,13 @@ class SpoolingLedgerSink final : public LedgerSink {
   Result<size_t> Append(std::span<const LedgerAction> actions,
                         std::span<const ChargeMark> marks = {}) override;
   using LedgerSink::Append;
-  // Moves what the spool holds to the inner sink (rows spooled by an earlier run too).
+  // Moves what the spool holds to the inner sink (rows spooled by an earlier run too); 0 at
+  // once when nothing is waiting.
   Result<size_t> MoveSpooled();
   uint64_t spooled_rows() const;
 
  private:
+  Result<size_t> MoveSpooledLocked();
   LedgerSink& inner_;
   const std::string spool_path_;
   mutable std::mutex mu_;

@@ -6,12 +6,12 @@
 
 #include <csignal>
 
+#include "core/base/atomic_file.h"
 #include "core/cli/cli.h"
 #include "core/cli/logging.h"
 #include "core/cost/config.h"
 #include "core/cost/ledger.h"
 #include "core/cost/ledger_rpc.h"
-#include "core/cost/ledger_spool.h"
 #include "core/net/grpc_server.h"
 #include "scaler/config/scaler_config.h"
 #include "scaler/service/activity_hub.h"
@@ -118,16 +118,6 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
     ledger = std::move(remote).value();
     ledger_path = "service " + ledger_service.address;
   }
-  if (!spool_path.empty() && ledger) {
-    // Rows a previous run could only spool go to the ledger first; a spool that cannot be
-    // drained now stays where it is and is tried again at the next start.
-    Result<size_t> drained = LedgerSpool(spool_path).Drain(*ledger);
-    if (!drained.ok())
-      spdlog::error("spool {} not replayed (kept): {}", spool_path, drained.status().message());
-    else if (*drained > 0)
-      spdlog::info("replayed {} spooled metered rows into the ledger {}", *drained, ledger_path);
-  }
-
   auto registry = std::make_shared<prometheus::Registry>();
   ScalerMetrics metrics(registry, scaler_config->cost_centers);
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -153,6 +143,12 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   meter_options.idle = limits.idle;
   ActivityMeter meter(meter_options, ledger.get(), config->prices, ActivityMeter::DefaultClock(),
                       &metrics);
+  // Rows a previous run could only spool go to the ledger first; a spool that cannot be moved
+  // now stays where it is and is tried again by the housekeeping.
+  if (Result<size_t> moved = meter.MoveSpooled(); !moved.ok())
+    spdlog::error("spool {} not replayed yet (kept): {}", spool_path, moved.status().message());
+  else if (*moved > 0)
+    spdlog::info("replayed {} spooled metered rows into the ledger {}", *moved, ledger_path);
   ActivityHub hub(core, push, core_options.cache_ttl, [&] {
     core.EvictIdle();
     meter.EvictIdle();
@@ -193,9 +189,9 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
     spdlog::error("metered rows lost: {}", flushed.message());
     return kExitFailure;
   }
-  if (meter.spooled_rows() > 0)
-    spdlog::warn("{} metered rows are in the spool {}; they go to the ledger at the next start",
-                 meter.spooled_rows(), spool_path);
+  if (meter.spooled_rows() > 0 && (!meter.MoveSpooled().ok() || FileExists(spool_path)))
+    spdlog::warn("metered rows are in the spool {}; they go to the ledger at the next start",
+                 spool_path);
   spdlog::info("stopped");
   return kExitOk;
 }

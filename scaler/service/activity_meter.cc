@@ -56,7 +56,12 @@ ActivityMeter::ActivityMeter(ActivityMeterOptions options, LedgerSink* ledger,
       prices_(prices),
       clock_(std::move(clock)),
       metrics_(metrics) {
-  if (!options_.spool_path.empty()) spool_.emplace(options_.spool_path);
+  // Rows go through the spooling sink when there is a spool: what the ledger refuses waits
+  // there and is moved once it takes rows again.
+  if (ledger_ != nullptr && !options_.spool_path.empty()) {
+    spooling_.emplace(*ledger_, options_.spool_path);
+    ledger_ = &*spooling_;
+  }
 }
 
 void ActivityMeter::AccrueLocked(Meter& m, double now) {
@@ -143,22 +148,13 @@ bool ActivityMeter::WriteRowLocked(Meter& m, double now) {
       spdlog::warn("metering {}/{}: {} GPU-seconds not charged: {}", m.config.namespace_name,
                    m.config.name, gpu_seconds, row.status().message());
     } else {
-      const LedgerAction& a = *row;
-      if (Result<size_t> added = ledger_->Append(a); !added.ok()) {
-        Status spooled =
-            spool_ ? spool_->Append(std::span(&a, 1)) : UnavailableError("no spool configured");
-        if (!spooled.ok()) {
-          spdlog::error(
-              "metering {}/{}: the ledger refused the row ({}) and the spool too ({}); the "
-              "period stays open and is retried",
-              m.config.namespace_name, m.config.name, added.status().message(), spooled.message());
-          return false;  // nothing is lost yet: the period stays open and is written later
-        }
-        ++spooled_rows_;
-        spool_pending_ = true;
-        spdlog::warn("metering {}/{}: the ledger refused the row ({}); kept in the spool {}",
-                     m.config.namespace_name, m.config.name, added.status().message(),
-                     spool_->path());
+      // Spooled or written: either way it is kept (the spooling sink logs a spooled row).
+      if (Result<size_t> added = ledger_->Append(*row); !added.ok()) {
+        spdlog::error(
+            "metering {}/{}: the row could be written neither to the ledger nor to a spool ({}); "
+            "the period stays open and is retried",
+            m.config.namespace_name, m.config.name, added.status().message());
+        return false;  // nothing is lost yet: the period stays open and is written later
       }
     }
   }
@@ -194,13 +190,11 @@ void ActivityMeter::EvictIdle() {
     }
     it = next;
   }
-  // Under the lock: a row spooled between reading and emptying the spool would be lost.
-  if (spool_pending_ && spool_ && ledger_ != nullptr) {
-    if (Result<size_t> moved = spool_->Drain(*ledger_); moved.ok()) {
-      spool_pending_ = false;
-      if (*moved > 0) spdlog::info("moved {} spooled metered rows to the ledger", *moved);
-    }
-  }
+  if (spooling_) (void)spooling_->MoveSpooled();  // logs what it moves or sets aside
+}
+
+Result<size_t> ActivityMeter::MoveSpooled() {
+  return spooling_ ? spooling_->MoveSpooled() : Result<size_t>(size_t{0});
 }
 
 size_t ActivityMeter::meters() const {
@@ -208,10 +202,7 @@ size_t ActivityMeter::meters() const {
   return meters_.size();
 }
 
-uint64_t ActivityMeter::spooled_rows() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return spooled_rows_;
-}
+uint64_t ActivityMeter::spooled_rows() const { return spooling_ ? spooling_->spooled_rows() : 0; }
 
 double ActivityMeter::metered_gpu_seconds(const std::string& cost_center) const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -27,8 +27,9 @@ struct ActivityMeterOptions {
   // this much: the estimate is held only while reads keep coming.
   std::chrono::seconds max_hold{300};
   std::string region;
-  // Rows the ledger refuses (disk full, volume gone) go here, durably, and are replayed into
-  // the ledger at the next start. Empty: no spool (a refused row keeps its period open).
+  // Rows the ledger refuses (disk full, volume gone, the ledger service down) go here, durably
+  // (SpoolingLedgerSink), and are moved to the ledger once it takes rows again. Empty: no spool
+  // (a refused row keeps its period open).
   std::string spool_path;
   size_t max_meters = 20000;       // ScaledObjects metered at once; the oldest is closed beyond
   std::chrono::seconds idle{900};  // a meter not read this long is closed and forgotten
@@ -65,6 +66,8 @@ class ActivityMeter final : public DepthObserver {
   // Closes and forgets meters not read for `idle`; moves spooled rows to the ledger once it
   // takes rows again.
   void EvictIdle();
+  // Moves what the spool holds (an earlier run's rows too) to the ledger now.
+  Result<size_t> MoveSpooled();
   size_t meters() const;
   uint64_t spooled_rows() const;
   double metered_gpu_seconds(const std::string& cost_center) const;
@@ -94,12 +97,8 @@ class ActivityMeter final : public DepthObserver {
   mutable std::mutex mu_;
   std::map<std::string, Meter, std::less<>> meters_;  // by namespace/name
   std::map<std::string, double, std::less<>> gpu_seconds_by_cost_center_;
-  size_t active_ = 0;  // meters with replicas > 0
-  std::optional<LedgerSpool> spool_;
-  uint64_t spooled_rows_ = 0;
-  // The spool may hold rows: ones this run put there, or an earlier run's that could not be
-  // moved at start (the ledger service was down then).
-  bool spool_pending_ = true;
+  size_t active_ = 0;                           // meters with replicas > 0
+  std::optional<SpoolingLedgerSink> spooling_;  // ledger_ points here when there is a spool
 };
 
 }  // namespace gpuvpa::scaler
