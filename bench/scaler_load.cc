@@ -7,8 +7,15 @@
 // ScaledObjects use the push source (each its own queue, reported once up front), so the
 // figures are the scaler's own cost, not a queue backend's.
 //   --redis HOST:PORT  instead, each ScaledObject reads its own list (LLEN) on this real Redis
-//                      server; the report adds how many reads reached Redis (its own
-//                      INFO commandstats count of LLEN), per request.
+//                      server; the report adds what reached Redis by its own counts: LLEN
+//                      commands (INFO commandstats) and client reads (INFO stats
+//                      total_reads_processed: about one per round trip, however many commands
+//                      a client pipelines into it), per request; in-process, also the asks that
+//                      waited on a read and the refresh round trips.
+//   --warmup           ask every ScaledObject once before the timed run (KEDA has been polling
+//                      them), so the figures are the steady state rather than the first pass.
+//   --server-binary PATH  serve from a separate `PATH serve` process on 127.0.0.1 (as deployed:
+//                      KEDA is never in the scaler's process) instead of in-process.
 //   --stalled-rate N   also send N req/s (from their own threads) for ScaledObjects on a Redis
 //                      server of the config that accepts connections and never answers: the
 //                      healthy requests' latency must not move (bulkheads).
@@ -16,7 +23,9 @@
 #include <grpcpp/grpcpp.h>
 #include <hiredis.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +33,9 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -47,9 +59,11 @@ int main(int argc, char** argv) {
   int seconds = 10;
   int scaled_objects = 10000;
   int threads = 8;
+  bool warmup = false;
   std::string target;
   double stalled_rate = 0;
   std::string redis_address;
+  std::string server_binary;
   CLI::App app("Open-loop GetMetrics latency client over loopback.", "scaler_load");
   app.add_option("--rate", rate, "requests per second")->check(gpuvpa::PositiveNumber());
   app.add_option("--seconds", seconds, "duration")->check(gpuvpa::PositiveNumber());
@@ -62,6 +76,12 @@ int main(int argc, char** argv) {
       ->check(gpuvpa::NonNegativeNumber());
   app.add_option("--redis", redis_address,
                  "HOST:PORT of a real Redis: ScaledObjects read lists there (in-process server)");
+  app.add_flag("--warmup", warmup,
+               "ask every ScaledObject once before the timed run (as KEDA has been polling)");
+  app.add_option("--server-binary", server_binary,
+                 "gpuvpa-scaler to start as a separate serve process (default: in-process)")
+      ->check(CLI::ExistingFile)
+      ->excludes("--target");
   if (std::optional<int> done = gpuvpa::ParseCommandLine(
           app, std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr))
     return *done;
@@ -98,22 +118,33 @@ int main(int argc, char** argv) {
     config.redis.back().host = redis_host;
     config.redis.back().port = redis_port;
   }
-  // LLEN calls the Redis server has answered so far (its own count), -1 when unknown.
-  auto redis_llen_calls = [&]() -> long {
-    if (redis_address.empty()) return -1;
+  // The Redis server's own counters so far: LLEN calls and client reads (round trips); -1 when
+  // unknown.
+  struct RedisCounts {
+    long llen = -1;
+    long reads = -1;
+  };
+  auto redis_counts = [&]() {
+    RedisCounts counts;
+    if (redis_address.empty()) return counts;
     redisContext* c = redisConnect(redis_host.c_str(), redis_port);
-    long calls = -1;
-    if (c != nullptr && c->err == 0) {
-      auto* reply = static_cast<redisReply*>(redisCommand(c, "INFO commandstats"));
+    auto counter = [&](const char* section, const std::string& tag) -> long {
+      auto* reply = static_cast<redisReply*>(redisCommand(c, "INFO %s", section));
+      long value = -1;
       if (reply != nullptr && reply->type == REDIS_REPLY_STRING) {
         const std::string info(reply->str, reply->len);
-        const size_t at = info.find("cmdstat_llen:calls=");
-        calls = at == std::string::npos ? 0 : std::atol(info.c_str() + at + 19);
+        const size_t at = info.find(tag);
+        value = at == std::string::npos ? 0 : std::atol(info.c_str() + at + tag.size());
       }
       if (reply != nullptr) freeReplyObject(reply);
+      return value;
+    };
+    if (c != nullptr && c->err == 0) {
+      counts.llen = counter("commandstats", "cmdstat_llen:calls=");
+      counts.reads = counter("stats", "total_reads_processed:");
     }
     if (c != nullptr) redisFree(c);
-    return calls;
+    return counts;
   };
   config.limits.max_scaled_objects = static_cast<size_t>(scaled_objects) + 1000;
   config.limits.max_queues = config.limits.max_scaled_objects;
@@ -127,6 +158,49 @@ int main(int argc, char** argv) {
   ExternalScalerService service(core, hub);
   QueueDepthPushService push_service(push);
   RunningServer server;
+  pid_t child = -1;
+  if (!server_binary.empty()) {
+    // The same backends in the separate process's scaler config.
+    char dir_template[] = "/tmp/scaler_load.XXXXXX";
+    const char* dir = ::mkdtemp(dir_template);
+    if (dir == nullptr) {
+      std::perror("mkdtemp");
+      return kExitFailure;
+    }
+    const std::string config_path = std::string(dir) + "/scaler.yaml";
+    {
+      std::ofstream yaml(config_path);
+      yaml << "redis:\n";
+      for (const RedisBackendConfig& r : config.redis)
+        yaml << "  - address: " << r.Address() << "\n";
+      yaml << "limits:\n  max_scaled_objects: " << config.limits.max_scaled_objects
+           << "\n  max_queues: " << config.limits.max_queues
+           << "\n  max_push_queues: " << config.limits.max_push_queues << "\n";
+    }
+    int out[2];
+    if (::pipe(out) != 0) return kExitFailure;
+    child = ::fork();
+    if (child == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::close(out[0]);
+      ::close(out[1]);
+      ::execl(server_binary.c_str(), server_binary.c_str(), "serve", "--listen", "127.0.0.1:0",
+              "--metrics-listen", "", "--scaler-config", config_path.c_str(), "--log-level", "warn",
+              static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    ::close(out[1]);
+    // "gpuvpa-scaler: listening on port N"
+    std::string line;
+    for (char ch; ::read(out[0], &ch, 1) == 1 && ch != '\n';) line.push_back(ch);
+    const size_t at = line.rfind(' ');
+    if (line.find("listening on port") == std::string::npos || at == std::string::npos) {
+      std::cerr << server_binary << " serve did not start: " << line << "\n";
+      return kExitFailure;
+    }
+    target = "127.0.0.1:" + line.substr(at + 1);
+    std::filesystem::remove_all(dir);  // read at start
+  }
   if (target.empty()) {
     Result<RunningServer> started = StartServer(ServerOptions{}, {&service, &push_service});
     if (!started.ok()) {
@@ -167,7 +241,19 @@ int main(int argc, char** argv) {
     (*ref->mutable_scalermetadata())["queueName"] = queue;
   }
 
-  const long llen_before = redis_llen_calls();
+  if (warmup) {
+    auto stub = externalscaler::ExternalScaler::NewStub(channel);
+    for (const externalscaler::GetMetricsRequest& r : requests) {
+      grpc::ClientContext ctx;
+      externalscaler::GetMetricsResponse response;
+      if (!stub->GetMetrics(&ctx, r, &response).ok()) {
+        std::cerr << "warm-up request failed\n";
+        return kExitFailure;
+      }
+    }
+  }
+  const uint64_t misses_before = server.server ? core.cache().reads() : 0;
+  const RedisCounts redis_before = redis_counts();
   const auto interval = std::chrono::duration<double>(threads / rate);
   const auto start = Clock::now() + std::chrono::milliseconds(100);
   const int per_thread = static_cast<int>(rate * seconds / threads);
@@ -231,14 +317,30 @@ int main(int argc, char** argv) {
       all.size(), scaled_objects, rate, static_cast<double>(all.size()) / elapsed, errors.load());
   std::printf("latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n", pct(0.50),
               pct(0.90), pct(0.99), pct(0.999), all.back());
-  if (const long llen_after = redis_llen_calls(); llen_before >= 0 && llen_after >= 0)
-    std::printf("redis reads: %ld LLEN for %zu requests (%.3f per request)\n",
-                llen_after - llen_before, all.size(),
-                static_cast<double>(llen_after - llen_before) / static_cast<double>(all.size()));
+  const double answered = static_cast<double>(all.size());
+  if (const RedisCounts after = redis_counts(); redis_before.llen >= 0 && after.llen >= 0)
+    std::printf(
+        "redis: %ld LLEN (%.3f per request) in %ld client reads, i.e. round trips (%.3f per "
+        "request)\n",
+        after.llen - redis_before.llen,
+        static_cast<double>(after.llen - redis_before.llen) / answered,
+        after.reads - redis_before.reads,
+        static_cast<double>(after.reads - redis_before.reads) / answered);
+  if (server.server && !redis_address.empty())
+    std::printf(
+        "scaler: %llu asks waited on a read (cache misses), %llu refresh round trips (all "
+        "along) read %llu depths\n",
+        static_cast<unsigned long long>(core.cache().reads() - misses_before),
+        static_cast<unsigned long long>(core.refresh_round_trips()),
+        static_cast<unsigned long long>(core.refreshed_queues()));
   if (stalled_rate > 0)
     std::printf("stalled backend: %d requests, %d answered with an error (UNAVAILABLE expected)\n",
                 stalled_sent.load(), stalled_errors.load());
   if (server.server) server.server->Shutdown();
+  if (child > 0) {
+    ::kill(child, SIGTERM);
+    ::waitpid(child, nullptr, 0);
+  }
   ::close(stalled_fd);
   return errors.load() == 0 ? 0 : kExitFailure;
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
+#include <utility>
 
 namespace gpuvpa::scaler {
 namespace {
@@ -49,7 +51,22 @@ ScalerCore::ScalerCore(const ScalerCoreOptions& options, const Backends& backend
       backends_(backends),
       push_(push),
       metrics_(metrics),
-      cache_(options.cache_ttl) {}
+      cache_(options.cache_ttl) {
+  if (options_.refresh_window > std::chrono::milliseconds::zero())
+    refresher_ = std::thread([this] { RefreshLoop(); });
+}
+
+ScalerCore::~ScalerCore() {
+  {
+    std::lock_guard<std::mutex> lock(refresh_mu_);
+    stopping_ = true;
+  }
+  refresh_cv_.notify_all();
+  if (refresher_.joinable()) refresher_.join();
+  // Their tasks hold this core; each ends by its deadline (the source timeout).
+  std::unique_lock<std::mutex> lock(refresh_mu_);
+  refresh_cv_.wait(lock, [this] { return refreshes_in_flight_ == 0; });
+}
 
 Result<std::shared_ptr<QueueDepthSource>> ScalerCore::MakeSource(
     const ScaledObjectConfig& c, const TriggerMetadata& metadata) const {
@@ -113,15 +130,16 @@ Result<ResolvedScaledObject> ScalerCore::Resolve(std::string_view name,
   auto [queue, fresh] = queues_.try_emplace((*source)->Describe());
   if (fresh) {
     queue->second.source = std::move(source).value();
-    if (queues_.size() > options_.limits.max_queues) {
-      // Drop an unreferenced queue (only parsed metadata and cache state go with it).
-      for (auto it = queues_.begin(); it != queues_.end(); ++it)
-        if (it != queue && it->second.source.use_count() == 1) {
-          cache_.Erase(it->first);
-          queues_.erase(it);
-          break;
-        }
-    }
+    // Drop unreferenced queues (only parsed metadata and cache state go with them); one that a
+    // read held at an earlier insert goes now.
+    for (auto it = queues_.begin();
+         queues_.size() > options_.limits.max_queues && it != queues_.end();)
+      if (it != queue && it->second.source.use_count() == 1) {
+        cache_.Erase(it->first);
+        it = queues_.erase(it);
+      } else {
+        ++it;
+      }
   }
   ResolvedScaledObject so{config, queue->second.source};
   resolved_[key] = {so, now};
@@ -182,6 +200,120 @@ void ScalerCore::ReadDepthAsync(const ResolvedScaledObject& so, Deadline deadlin
     }
   });
   if (!started && metrics_ != nullptr) metrics_->CacheHit();
+}
+
+void ScalerCore::RefreshLoop() {
+  // A cycle of 3/4 of the TTL: a queue's read that lands up to a quarter of the TTL late still
+  // replaces its depth before that expires, so the asks in between are answered from memory.
+  const size_t phases = std::max<size_t>(1, options_.refresh_phases);
+  const auto step = std::max<SteadyClock::duration>(
+      std::chrono::duration_cast<SteadyClock::duration>(options_.cache_ttl * 3 / 4) /
+          static_cast<long>(phases),
+      std::chrono::microseconds(100));
+  auto next = SteadyClock::now() + step;
+  std::unique_lock<std::mutex> lock(refresh_mu_);
+  for (size_t phase = 0; !refresh_cv_.wait_until(lock, next, [this] { return stopping_; });
+       phase = (phase + 1) % phases) {
+    lock.unlock();
+    RefreshAsked(phase);
+    // Fixed steps (not "a step after the last one ended"): each phase keeps its period.
+    next = std::max(next + step, SteadyClock::now());
+    lock.lock();
+  }
+}
+
+void ScalerCore::RefreshAsked(size_t phase) {
+  struct Batch {
+    std::vector<std::weak_ptr<QueueDepthSource>> sources;
+    std::vector<std::string> keys;
+  };
+  std::map<BatchDepthReader*, std::vector<Batch>> batches;
+  std::vector<std::string> asked =
+      cache_.Asked(options_.refresh_window, phase, std::max<size_t>(1, options_.refresh_phases));
+  if (asked.empty()) return;
+  // The lock that Resolve needs on every request is taken for a bounded stretch at a time.
+  constexpr size_t kLookupsPerLock = 1024;
+  for (size_t from = 0; from < asked.size(); from += kLookupsPerLock) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = from; i < std::min(asked.size(), from + kLookupsPerLock); ++i) {
+      auto it = queues_.find(asked[i]);
+      if (it == queues_.end()) continue;
+      BatchDepthReader* reader = it->second.source->batch_reader();
+      if (reader == nullptr) continue;  // read one at a time: only when asked
+      std::vector<Batch>& mine = batches[reader];
+      if (mine.empty() || mine.back().sources.size() >= options_.refresh_batch_queues)
+        mine.emplace_back();
+      mine.back().sources.push_back(it->second.source);  // weak: never keeps a queue from eviction
+      mine.back().keys.push_back(std::move(asked[i]));
+    }
+  }
+  for (auto& [reader, mine] : batches) {
+    {
+      std::lock_guard<std::mutex> lock(refresh_mu_);
+      if (stopping_ || refreshing_[reader] > 0) continue;  // slow or stalled: its asks read
+    }
+    for (Batch& b : mine) SubmitRefresh(reader, std::move(b.sources), std::move(b.keys));
+  }
+}
+
+void ScalerCore::SubmitRefresh(BatchDepthReader* reader,
+                               std::vector<std::weak_ptr<QueueDepthSource>> queued_sources,
+                               std::vector<std::string> queued_keys) {
+  Bulkhead* bulkhead = nullptr;
+  if (auto first = queued_sources.front().lock()) bulkhead = first->bulkhead();
+  if (bulkhead == nullptr) return;  // evicted meanwhile
+  const auto sent = SteadyClock::now();
+  const Deadline deadline = sent + options_.source_timeout;
+  {
+    std::lock_guard<std::mutex> lock(refresh_mu_);
+    ++refreshes_in_flight_;
+    ++refreshing_[reader];
+  }
+  auto finished = [this, reader] {
+    std::lock_guard<std::mutex> lock(refresh_mu_);
+    --refreshes_in_flight_;
+    --refreshing_[reader];
+    refresh_cv_.notify_all();
+  };
+  Status queued =
+      bulkhead->Submit(deadline, [this, reader, queued_sources = std::move(queued_sources),
+                                  queued_keys = std::move(queued_keys), sent, deadline,
+                                  finished](int worker, bool expired) {
+        // A round trip that waited past its deadline behind other reads stores nothing: asks read.
+        std::vector<std::shared_ptr<QueueDepthSource>> sources;  // held for the read only
+        std::vector<const QueueDepthSource*> batch;
+        std::vector<std::string> keys;
+        for (size_t i = 0; i < queued_sources.size() && !expired; ++i)
+          if (std::shared_ptr<QueueDepthSource> s = queued_sources[i].lock()) {
+            batch.push_back(s.get());
+            sources.push_back(std::move(s));
+            keys.push_back(queued_keys[i]);
+          }
+        if (!batch.empty()) {
+          const std::vector<Result<double>> depths = reader->ReadBatch(worker, batch, deadline);
+          cache_.Store(keys, depths, sent);
+          refreshed_queues_ += batch.size();
+          ++refresh_round_trips_;
+          if (metrics_ != nullptr)
+            metrics_->SourceRefresh(
+                batch.size(), std::chrono::duration<double>(SteadyClock::now() - sent).count());
+          // One line per round trip, not one per queue: a backend that is down fails all of them.
+          size_t failed = 0;
+          size_t first = 0;
+          for (size_t i = 0; i < depths.size(); ++i)
+            if (!depths[i].ok() && failed++ == 0) first = i;
+          if (failed > 0) {
+            const Status& why = depths[first].status();
+            LogSourceError(keys[first],
+                           failed == 1 ? why
+                                       : Status(why.code(), why.message() + " (and " +
+                                                                std::to_string(failed - 1) +
+                                                                " more queues of this refresh)"));
+          }
+        }
+        finished();
+      });
+  if (!queued.ok()) finished();  // the bulkhead is full: skipped, the asks read
 }
 
 Result<double> ScalerCore::ReadDepth(const ResolvedScaledObject& so) {

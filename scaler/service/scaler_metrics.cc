@@ -18,6 +18,19 @@ ScalerMetrics::ScalerMetrics(std::shared_ptr<prometheus::Registry> registry,
               .Register(*registry_)
               .Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01,
                                                                0.025, 0.05, 0.1, 0.25, 0.5, 1})),
+      source_refresh_seconds_(
+          prometheus::BuildHistogram()
+              .Name("gpuvpa_scaler_source_refresh_seconds")
+              .Help("Latency of pipelined round trips that refresh the depths of asked-for "
+                    "queues ahead of the next ask (count: round trips)")
+              .Register(*registry_)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                               0.025, 0.05, 0.1, 0.25, 0.5, 1})),
+      refreshed_queues_(prometheus::BuildCounter()
+                            .Name("gpuvpa_scaler_source_refreshed_queues_total")
+                            .Help("Queue depths read by refresh round trips")
+                            .Register(*registry_)
+                            .Add({})),
       cache_hits_(prometheus::BuildCounter()
                       .Name("gpuvpa_scaler_cache_hits_total")
                       .Help("Depth reads answered from the cache or by a coalesced read")
@@ -48,6 +61,10 @@ void ScalerMetrics::Request(const std::string& method, const std::string& code) 
 }
 
 void ScalerMetrics::SourceRead(double seconds) { source_read_seconds_.Observe(seconds); }
+void ScalerMetrics::SourceRefresh(size_t queues, double seconds) {
+  source_refresh_seconds_.Observe(seconds);
+  refreshed_queues_.Increment(static_cast<double>(queues));
+}
 void ScalerMetrics::CacheHit() { cache_hits_.Increment(); }
 void ScalerMetrics::SetActiveScaledObjects(double n) { active_scaled_objects_.Set(n); }
 void ScalerMetrics::MeteredGpuSeconds(const std::string& cost_center, double gpu_seconds) {

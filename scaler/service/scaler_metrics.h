@@ -26,6 +26,8 @@ class ScalerMetrics {
 
   void Request(const std::string& method, const std::string& code);
   void SourceRead(double seconds);
+  // One round trip that read `queues` depths ahead of the asks.
+  void SourceRefresh(size_t queues, double seconds);
   void CacheHit();
   void SetActiveScaledObjects(double n);
   void MeteredGpuSeconds(const std::string& cost_center, double gpu_seconds);
@@ -38,6 +40,8 @@ class ScalerMetrics {
   const std::set<std::string, std::less<>> cost_centers_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Histogram& source_read_seconds_;
+  prometheus::Histogram& source_refresh_seconds_;
+  prometheus::Counter& refreshed_queues_;
   prometheus::Counter& cache_hits_;
   prometheus::Gauge& active_scaled_objects_;
   prometheus::Family<prometheus::Counter>& metered_gpu_seconds_;

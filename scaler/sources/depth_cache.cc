@@ -10,7 +10,9 @@ DepthCache::DepthCache(std::chrono::milliseconds ttl, Clock clock)
 
 void DepthCache::Get(const std::string& key, Done done, const Start& start) {
   std::unique_lock<std::mutex> lock(mu_);
-  Entry& e = entries_[key];
+  auto [it, created] = entries_.try_emplace(key);
+  Entry& e = it->second;
+  if (created) e.hash = std::hash<std::string>{}(key);
   const auto now = clock_();
   e.used_at = now;
   if (e.has_value && now - e.read_at < ttl_) {
@@ -57,6 +59,34 @@ Result<double> DepthCache::GetBlocking(const std::string& key,
       key, [answer](const Result<double>& depth) { answer->set_value(depth); },
       [&read](std::function<void(Result<double>)> complete) { complete(read()); });
   return future.get();
+}
+
+std::vector<std::string> DepthCache::Asked(std::chrono::milliseconds window, size_t phase,
+                                           size_t phases) const {
+  std::vector<std::string> keys;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto since = clock_() - window;
+  for (const auto& [key, e] : entries_)
+    if (!e.in_flight && e.used_at >= since && e.hash % phases == phase) keys.push_back(key);
+  return keys;
+}
+
+void DepthCache::Store(const std::vector<std::string>& keys,
+                       const std::vector<Result<double>>& depths,
+                       std::chrono::steady_clock::time_point read_at) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < keys.size() && i < depths.size(); ++i) {
+    auto it = entries_.find(keys[i]);
+    if (it == entries_.end()) continue;  // evicted meanwhile: not asked for any more
+    Entry& e = it->second;
+    if (!depths[i].ok()) {
+      e.has_value = false;
+    } else if (!e.has_value || e.read_at <= read_at) {
+      e.has_value = true;
+      e.value = *depths[i];
+      e.read_at = read_at;
+    }
+  }
 }
 
 size_t DepthCache::EvictIdle(std::chrono::milliseconds idle) {

@@ -2,8 +2,9 @@
 // callers for the same queue cause one backend read per TTL. The read is started by the first
 // caller and completes on the backend's own thread; every caller gets its answer through a
 // callback, so no caller's thread ever waits on a backend. Errors reach the callers of that
-// read but are never cached, so the next call after a backend returns reads again. Entries not
-// asked for in a while are evicted (EvictIdle).
+// read but are never cached, so the next call after a backend returns reads again. A refresher
+// may store depths it read ahead of the next ask (Store) for the queues asked for lately
+// (Asked). Entries not asked for in a while are evicted (EvictIdle).
 #pragma once
 
 #include <chrono>
@@ -33,6 +34,17 @@ class DepthCache {
   // Blocking convenience for callers that may wait (tests, tools).
   Result<double> GetBlocking(const std::string& key, const std::function<Result<double>()>& read);
 
+  // Keys asked for (Get) within `window`, without a read in flight, in `phase` of `phases`: a
+  // key's phase is fixed (from its hash), so a refresher that visits one phase at a time reads
+  // every key once per cycle, evenly spread over the cycle.
+  std::vector<std::string> Asked(std::chrono::milliseconds window, size_t phase = 0,
+                                 size_t phases = 1) const;
+  // Depths read ahead of the asks, by reads that started at `read_at`: an error drops the
+  // cached depth (never a stale value across an outage); a depth older than the one cached is
+  // ignored, and so is a key evicted meanwhile. Callers waiting on a read in flight still get
+  // that read's answer.
+  void Store(const std::vector<std::string>& keys, const std::vector<Result<double>>& depths,
+             std::chrono::steady_clock::time_point read_at);
   // Drops entries with no read in flight and not asked for in `idle`; returns how many.
   size_t EvictIdle(std::chrono::milliseconds idle);
   // Drops `key` unless a read is in flight.
@@ -48,6 +60,7 @@ class DepthCache {
     double value = 0;
     std::chrono::steady_clock::time_point read_at;
     std::chrono::steady_clock::time_point used_at;
+    size_t hash = 0;  // of the key, kept for Asked's phases
     std::vector<Done> waiters;
   };
   void Complete(const std::string& key, const Result<double>& depth);

@@ -1,12 +1,16 @@
-// The one interface every queue-depth source implements (one file per source).
+// The one interface every queue-depth source implements (one file per source), and the one a
+// backend implements when it can answer many queues in one round trip.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/base/status.h"
 #include "scaler/sources/bulkhead.h"
 
 namespace gpuvpa::scaler {
+
+class BatchDepthReader;
 
 class QueueDepthSource {
  public:
@@ -19,6 +23,20 @@ class QueueDepthSource {
   virtual std::string Describe() const = 0;
   // Where reads run; null for in-memory sources, which are read on the caller's thread.
   virtual Bulkhead* bulkhead() { return nullptr; }
+  // The backend that reads this source together with others in one round trip (its queues are
+  // refreshed ahead of the next ask); null when the source is read one queue at a time.
+  virtual BatchDepthReader* batch_reader() { return nullptr; }
+};
+
+class BatchDepthReader {
+ public:
+  virtual ~BatchDepthReader() = default;
+  // One depth per source, in order, each as its ReadDepth would answer it (same errors), read
+  // on `worker` of the sources' bulkhead in pipelined round trips. Every source given returned
+  // this reader from batch_reader().
+  virtual std::vector<Result<double>> ReadBatch(int worker,
+                                                const std::vector<const QueueDepthSource*>& sources,
+                                                Deadline deadline) = 0;
 };
 
 }  // namespace gpuvpa::scaler

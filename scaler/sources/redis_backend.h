@@ -1,7 +1,9 @@
 // One Redis server from the scaler's config: a bulkhead whose workers each own one connection
 // (the pool: max_connections, whatever the number of queues), the server's own credentials
 // (sent to it and nowhere else), and queue sources that read through it: list length (LLEN),
-// sorted-set size (ZCARD), or a stream consumer group's outstanding work (lag + pending).
+// sorted-set size (ZCARD), or a stream consumer group's outstanding work (lag + pending). Any
+// number of queues are read in one pipelined round trip: every command is written before the
+// first reply is read.
 #pragma once
 
 #include <atomic>
@@ -18,16 +20,25 @@ struct redisContext;
 
 namespace gpuvpa::scaler {
 
-class RedisBackend {
+class RedisBackend final : public BatchDepthReader {
  public:
   RedisBackend(RedisBackendConfig config, size_t max_pending);
-  ~RedisBackend();
+  ~RedisBackend() override;
   RedisBackend(const RedisBackend&) = delete;
   RedisBackend& operator=(const RedisBackend&) = delete;
 
   // Runs on `worker` (its connection); a connection found dropped (a Redis restart) is replaced
   // and the read retried once on the fresh one.
   Result<double> Read(int worker, const RedisSourceConfig& queue, Deadline deadline);
+  // The depths of `queues`, in order, in one pipelined round trip (and one SELECT per change of
+  // database), with Read's retry. An error of one queue (a wrong type, a missing group) is that
+  // queue's alone; a connection that fails fails the queues not answered yet.
+  std::vector<Result<double>> ReadMany(int worker,
+                                       const std::vector<const RedisSourceConfig*>& queues,
+                                       Deadline deadline);
+  std::vector<Result<double>> ReadBatch(int worker,
+                                        const std::vector<const QueueDepthSource*>& sources,
+                                        Deadline deadline) override;
   Bulkhead& bulkhead() { return *bulkhead_; }
   const RedisBackendConfig& config() const { return config_; }
   int open_connections() const { return open_; }
@@ -39,6 +50,10 @@ class RedisBackend {
   };
   Status Connect(Connection& c, Deadline deadline);
   void Drop(Connection& c);
+  // One pipelined exchange on a connected `c`; sets `lost` when the connection dropped.
+  std::vector<Result<double>> Exchange(Connection& c,
+                                       const std::vector<const RedisSourceConfig*>& queues,
+                                       Deadline deadline, bool& lost);
 
   const RedisBackendConfig config_;
   std::vector<Connection> connections_;  // one per worker, touched only by that worker
@@ -55,6 +70,8 @@ class RedisQueueSource final : public QueueDepthSource {
   }
   std::string Describe() const override;
   Bulkhead* bulkhead() override { return &backend_.bulkhead(); }
+  BatchDepthReader* batch_reader() override { return &backend_; }
+  const RedisSourceConfig& config() const { return config_; }
 
  private:
   RedisBackend& backend_;

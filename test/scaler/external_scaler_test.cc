@@ -43,10 +43,14 @@ class ExternalScalerTest : public ::testing::Test {
   }
   // A fresh scaler whose config lists the test's Redis.
   void Restart(milliseconds ttl, ScalerMetrics* metrics = nullptr,
-               DepthObserver* observer = nullptr) {
+               DepthObserver* observer = nullptr,
+               milliseconds refresh_window = ScalerCoreOptions{}.refresh_window,
+               size_t refresh_phases = ScalerCoreOptions{}.refresh_phases) {
     harness_.reset();
     ScalerHarnessOptions o;
     o.cache_ttl = ttl;
+    o.refresh_window = refresh_window;
+    o.refresh_phases = refresh_phases;
     o.config = testing::RedisOnlyConfig({redis_.port()});
     o.metrics = metrics;
     o.observer = observer;
@@ -131,8 +135,9 @@ TEST_F(ExternalScalerTest, ActivationIsStrictlyAboveTheThresholdAndReplicasFollo
   bool active = true;
   ASSERT_TRUE(IsActive(ref, &active).ok());
   EXPECT_FALSE(active) << "depth 3 equals the activation threshold";
-  std::this_thread::sleep_for(milliseconds(250));  // past the cache TTL
   for (int i = 0; i < 8; ++i) redis_.Command({"RPUSH", "jobs", "x"});
+  // Past the cache TTL: any depth served now was read after the pushes.
+  std::this_thread::sleep_for(milliseconds(250));
   ASSERT_TRUE(IsActive(ref, &active).ok());
   EXPECT_TRUE(active);
   externalscaler::GetMetricsResponse metrics;
@@ -189,7 +194,7 @@ TEST_F(ExternalScalerTest, RedisDownIsUnavailableNeverInactiveAndRecovers) {
 }
 
 TEST_F(ExternalScalerTest, TwoHundredConcurrentCallersCauseOneRedisReadPerTtl) {
-  Restart(milliseconds(3000));
+  Restart(milliseconds(3000), nullptr, nullptr, milliseconds(0));  // reads that asks cause
   const auto ref = Ref({{"listName", "jobs"}});
   redis_.Command({"RPUSH", "jobs", "x"});
   const long before = redis_.CommandCalls("llen");
@@ -203,6 +208,62 @@ TEST_F(ExternalScalerTest, TwoHundredConcurrentCallersCauseOneRedisReadPerTtl) {
   for (std::thread& t : callers) t.join();
   EXPECT_EQ(ok.load(), 200);
   EXPECT_EQ(redis_.CommandCalls("llen") - before, 1);
+}
+
+// Queues KEDA keeps asking for are read ahead, all of one server's in one pipelined round trip
+// per refresh (one phase per cycle here, so a cycle is one round trip), so the asks are answered
+// from memory with a depth younger than the TTL; queues no longer asked for are left alone, and
+// a Redis that goes away is UNAVAILABLE, never its last depth.
+TEST_F(ExternalScalerTest, AskedQueuesAreRefreshedAheadInOneRoundTripAndAnsweredFromMemory) {
+  Restart(milliseconds(200), nullptr, nullptr, milliseconds(1500), 1);
+  constexpr int kQueues = 50;
+  auto ref = [&](int i) {
+    externalscaler::ScaledObjectRef r = Ref({{"listName", "jobs-" + std::to_string(i)}});
+    r.set_name("worker-" + std::to_string(i));
+    return r;
+  };
+  auto depth = [&](int i) {
+    externalscaler::GetMetricsResponse m;
+    const grpc::Status s = Metric(ref(i), &m);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return s.ok() && m.metricvalues_size() == 1 ? m.metricvalues(0).metricvaluefloat() : -1;
+  };
+  for (int i = 0; i < kQueues; ++i) redis_.Command({"RPUSH", "jobs-" + std::to_string(i), "x"});
+  for (int i = 0; i < kQueues; ++i) ASSERT_EQ(depth(i), 1);
+  const ScalerCore& core = harness_->core();
+  const uint64_t asked_reads = core.cache().reads();
+  EXPECT_EQ(asked_reads, static_cast<uint64_t>(kQueues)) << "the first asks read";
+  std::this_thread::sleep_for(milliseconds(200));  // a refresh round with every queue asked
+
+  for (int i = 0; i < kQueues; ++i) redis_.Command({"RPUSH", "jobs-" + std::to_string(i), "y"});
+  const uint64_t rounds_before = core.refresh_round_trips();
+  const long llen_before = redis_.CommandCalls("llen");
+  const long events_before = redis_.Stat("total_reads_processed");
+  std::this_thread::sleep_for(milliseconds(450));  // past the TTL: two or three rounds
+  for (int i = 0; i < kQueues; ++i) EXPECT_EQ(depth(i), 2) << "a depth read after the push";
+  const long rounds = static_cast<long>(core.refresh_round_trips() - rounds_before);
+  const long llens = redis_.CommandCalls("llen") - llen_before;
+  const long events = redis_.Stat("total_reads_processed") - events_before;
+  EXPECT_EQ(core.cache().reads(), asked_reads) << "every ask answered from memory";
+  EXPECT_GE(rounds, 2);
+  EXPECT_GE(llens, (rounds - 1) * kQueues) << "each round reads every asked queue";
+  EXPECT_LE(llens, (rounds + 1) * kQueues);
+  // Redis's own count of client reads: about one per round (plus the test's two INFO calls),
+  // where one read per queue would be 50 a round.
+  EXPECT_LE(events, 2 * (rounds + 1) + 6)
+      << llens << " LLEN in " << rounds << " rounds took " << events << " reads";
+
+  std::this_thread::sleep_for(milliseconds(1500 + 300));  // the refresh window passes
+  const long idle_llen = redis_.CommandCalls("llen");
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(redis_.CommandCalls("llen"), idle_llen) << "queues nobody asks for are not read";
+
+  ASSERT_EQ(depth(0), 2);  // asked again: refreshed again
+  redis_.Kill();
+  std::this_thread::sleep_for(milliseconds(300));
+  externalscaler::GetMetricsResponse down;
+  EXPECT_EQ(Metric(ref(0), &down).error_code(), grpc::StatusCode::UNAVAILABLE)
+      << "never the depth read before Redis went away";
 }
 
 TEST_F(ExternalScalerTest, APushAboveTheThresholdReachesAnOpenStreamWithin100ms) {

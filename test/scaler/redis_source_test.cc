@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 
 #include "scaler/sources/depth_cache.h"
@@ -141,6 +142,92 @@ TEST_F(RedisSourceTest, TwoHundredConcurrentCallersCauseOneReadPerTtl) {
   EXPECT_EQ(redis_.CommandCalls("llen") - before, 2);
   EXPECT_EQ(cache.reads(), 2u);
   EXPECT_EQ(cache.hits(), 398u);
+}
+
+// Many queues in one pipelined exchange answer exactly as one read each would, and one queue's
+// error (a wrong type, a missing group, a database Redis refuses) stays that queue's.
+TEST_F(RedisSourceTest, ABatchAnswersAsSingleReadsAndKeepsErrorsToTheirQueue) {
+  for (const char* item : {"a", "b", "c"}) redis_.Command({"RPUSH", "jobs", item});
+  redis_.Command({"ZADD", "delayed", "1", "x", "2", "y"});
+  redis_.Command({"XGROUP", "CREATE", "events", "workers", "$", "MKSTREAM"});
+  for (int i = 0; i < 5; ++i) redis_.Command({"XADD", "events", "*", "n", std::to_string(i)});
+  redis_.Command({"SET", "not-a-list", "x"});
+  std::vector<RedisSourceConfig> queues = {
+      Config({{"listName", "jobs"}}).redis,
+      Config({{"listName", "jobs"}, {"databaseIndex", "3"}}).redis,
+      Config({{"sortedSetName", "delayed"}}).redis,
+      Config({{"stream", "events"}, {"consumerGroup", "workers"}}).redis,
+      Config({{"stream", "no-such-stream"}, {"consumerGroup", "workers"}}).redis,
+      Config({{"stream", "events"}, {"consumerGroup", "nobody"}}).redis,
+      Config({{"listName", "not-a-list"}}).redis,
+      Config({{"listName", "missing"}}).redis,
+  };
+  RedisSourceConfig refused = queues[0];
+  refused.database_index = 100000;  // beyond the server's databases: SELECT fails
+  queues.insert(queues.begin() + 2, refused);
+  std::vector<const RedisSourceConfig*> batch;
+  for (const RedisSourceConfig& q : queues) batch.push_back(&q);
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(2000);
+  const std::vector<Result<double>> together = Backend().ReadMany(0, batch, deadline);
+  ASSERT_EQ(together.size(), queues.size());
+  for (size_t i = 0; i < queues.size(); ++i) {
+    const Result<double> alone = Backend().Read(0, queues[i], deadline);
+    ASSERT_EQ(together[i].ok(), alone.ok()) << i << ": " << together[i].status().message();
+    if (alone.ok())
+      EXPECT_EQ(*together[i], *alone) << i;
+    else
+      EXPECT_EQ(together[i].status().code(), alone.status().code()) << i;
+  }
+  EXPECT_EQ(*together[0], 3);
+  EXPECT_EQ(*together[1], 0) << "database 3 holds no list jobs";
+  EXPECT_EQ(together[2].status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(together[2].status().message().find("SELECT"), std::string::npos)
+      << together[2].status().message();
+  EXPECT_EQ(*together[3], 2);
+  EXPECT_EQ(*together[4], 5);
+  EXPECT_EQ(*together[5], 0) << "no stream yet: no work";
+  EXPECT_EQ(together[6].status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(together[7].status().message().find("WRONGTYPE"), std::string::npos)
+      << together[7].status().message();
+  EXPECT_EQ(*together[8], 0);
+  EXPECT_EQ(Backend().open_connections(), 1) << "errors of queues keep the connection";
+}
+
+TEST(DepthCacheTest, RefreshedDepthsServeAsksAndAnErrorDropsTheCachedOne) {
+  auto now = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  DepthCache cache(milliseconds(1000), [&] { return now; });
+  int reads = 0;
+  auto read = [&](double depth) {
+    return [&reads, depth]() -> Result<double> {
+      ++reads;
+      return depth;
+    };
+  };
+  EXPECT_EQ(*cache.GetBlocking("q", read(1)), 1.0);
+  EXPECT_EQ(cache.Asked(milliseconds(500)), std::vector<std::string>{"q"});
+  now += milliseconds(600);
+  EXPECT_TRUE(cache.Asked(milliseconds(500)).empty()) << "not asked within the window";
+  cache.Store({"q"}, {2.0}, now);
+  now += milliseconds(900);  // 1.5 s after the first read: its depth would have expired
+  EXPECT_EQ(*cache.GetBlocking("q", read(9)), 2.0) << "the refreshed depth, from memory";
+  EXPECT_EQ(reads, 1);
+  cache.Store({"q"}, {7.0}, now - milliseconds(1000));
+  EXPECT_EQ(*cache.GetBlocking("q", read(9)), 2.0) << "an older read never replaces a newer one";
+  cache.Store({"q"}, {UnavailableError("down")}, now);
+  EXPECT_EQ(*cache.GetBlocking("q", read(3)), 3.0) << "after an error the ask reads again";
+  EXPECT_EQ(reads, 2);
+  cache.Store({"gone"}, {5.0}, now);
+  EXPECT_EQ(cache.size(), 1u) << "a queue evicted meanwhile is not brought back";
+
+  // Phases split the asked keys: each key in exactly one, whichever cycle it is.
+  for (int i = 0; i < 200; ++i)
+    ASSERT_TRUE(cache.GetBlocking("k" + std::to_string(i), read(0)).ok());
+  std::multiset<std::string> seen;
+  for (size_t phase = 0; phase < 7; ++phase)
+    for (const std::string& k : cache.Asked(milliseconds(500), phase, 7)) seen.insert(k);
+  EXPECT_EQ(seen.size(), 201u);
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 201u);
+  EXPECT_LT(cache.Asked(milliseconds(500), 0, 7).size(), 100u) << "spread, not all in one";
 }
 
 TEST(DepthCacheTest, ErrorsReachTheWaitersButAreNotCached) {

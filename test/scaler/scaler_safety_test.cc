@@ -321,6 +321,7 @@ TEST_F(ScalerSafetyTest, ASleepingRedisDoesNotDelayAHealthyOne) {
   ScalerHarnessOptions o;
   o.config = testing::RedisOnlyConfig({sleepy.port(), healthy.port()});
   o.cache_ttl = milliseconds(1);  // every call reads the backend
+  o.refresh_window = milliseconds(0);
   Start(std::move(o));
   std::thread sleeper([&] { sleepy.Command({"DEBUG", "SLEEP", "4"}); });
   std::this_thread::sleep_for(milliseconds(100));

@@ -83,11 +83,19 @@ std::string RedisServer::Command(const std::vector<std::string>& argv) const {
   return out;
 }
 
-long RedisServer::CommandCalls(const std::string& command) const {
-  const std::string info = Command({"INFO", "commandstats"});
-  const std::string tag = "cmdstat_" + command + ":calls=";
+namespace {
+long InfoCounter(const std::string& info, const std::string& tag) {
   const size_t at = info.find(tag);
   return at == std::string::npos ? 0 : std::stol(info.substr(at + tag.size()));
+}
+}  // namespace
+
+long RedisServer::CommandCalls(const std::string& command) const {
+  return InfoCounter(Command({"INFO", "commandstats"}), "cmdstat_" + command + ":calls=");
+}
+
+long RedisServer::Stat(const std::string& field) const {
+  return InfoCounter(Command({"INFO", "stats"}), "\n" + field + ":");
 }
 
 }  // namespace gpuvpa::testing

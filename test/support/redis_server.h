@@ -26,6 +26,9 @@ class RedisServer {
   std::string Command(const std::vector<std::string>& argv) const;
   // The `calls` count of one command in INFO commandstats (0 if never called).
   long CommandCalls(const std::string& command) const;
+  // A counter of INFO stats, e.g. total_reads_processed (read events: one per round trip a
+  // client makes, however many commands it pipelines into it).
+  long Stat(const std::string& field) const;
 
  private:
   int port_;

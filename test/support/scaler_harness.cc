@@ -26,6 +26,8 @@ ScalerHarness::ScalerHarness(ScalerHarnessOptions o) {
   scaler::ScalerCoreOptions core;
   core.cache_ttl = o.cache_ttl;
   core.source_timeout = o.source_timeout;
+  core.refresh_window = o.refresh_window;
+  core.refresh_phases = o.refresh_phases;
   core.limits = o.config.limits;
   core_ = std::make_unique<scaler::ScalerCore>(core, *backends_, *push_, o.metrics);
   hub_ = std::make_unique<scaler::ActivityHub>(*core_, *push_, std::chrono::milliseconds(50));

@@ -25,6 +25,9 @@ struct ScalerHarnessOptions {
   ServerOptions server;
   std::chrono::milliseconds cache_ttl{200};
   std::chrono::milliseconds source_timeout{500};
+  // As serve runs it; 0 where a test counts the reads that asks cause.
+  std::chrono::milliseconds refresh_window = scaler::ScalerCoreOptions{}.refresh_window;
+  size_t refresh_phases = scaler::ScalerCoreOptions{}.refresh_phases;
   scaler::ScalerConfig config;
   scaler::ScalerMetrics* metrics = nullptr;
   scaler::DepthObserver* observer = nullptr;
