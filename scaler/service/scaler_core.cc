@@ -51,7 +51,8 @@ ScalerCore::ScalerCore(const ScalerCoreOptions& options, const Backends& backend
       backends_(backends),
       push_(push),
       metrics_(metrics),
-      cache_(options.cache_ttl) {
+      // One cache shard per refresh phase: a refresh step walks and locks only its own.
+      cache_(options.cache_ttl, SteadyClock::now, options.refresh_phases) {
   if (options_.refresh_window > std::chrono::milliseconds::zero())
     refresher_ = std::thread([this] { RefreshLoop(); });
 }
@@ -205,7 +206,7 @@ void ScalerCore::ReadDepthAsync(const ResolvedScaledObject& so, Deadline deadlin
 void ScalerCore::RefreshLoop() {
   // A cycle of 3/4 of the TTL: a queue's read that lands up to a quarter of the TTL late still
   // replaces its depth before that expires, so the asks in between are answered from memory.
-  const size_t phases = std::max<size_t>(1, options_.refresh_phases);
+  const size_t phases = cache_.shards();
   const auto step = std::max<SteadyClock::duration>(
       std::chrono::duration_cast<SteadyClock::duration>(options_.cache_ttl * 3 / 4) /
           static_cast<long>(phases),
@@ -228,11 +229,10 @@ void ScalerCore::RefreshAsked(size_t phase) {
     std::vector<std::string> keys;
   };
   std::map<BatchDepthReader*, std::vector<Batch>> batches;
-  std::vector<std::string> asked =
-      cache_.Asked(options_.refresh_window, phase, std::max<size_t>(1, options_.refresh_phases));
+  std::vector<std::string> asked = cache_.Asked(options_.refresh_window, phase);
   if (asked.empty()) return;
   // The lock that Resolve needs on every request is taken for a bounded stretch at a time.
-  constexpr size_t kLookupsPerLock = 1024;
+  constexpr size_t kLookupsPerLock = 64;
   for (size_t from = 0; from < asked.size(); from += kLookupsPerLock) {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = from; i < std::min(asked.size(), from + kLookupsPerLock); ++i) {

@@ -41,10 +41,10 @@ struct ScalerCoreOptions {
   // instead of waiting on a read. Longer than the HPA's 15 s sync period, so that a ScaledObject
   // KEDA keeps polling stays refreshed between its asks. 0: off (every ask after the TTL reads).
   std::chrono::milliseconds refresh_window{30000};
-  // Each cycle is spread over this many steps, each reading the queues of one fixed phase: a
-  // burst of every queue at once would hold both cores of a small node (and Redis) for a few
-  // milliseconds per cycle, which is where a p99 lives.
-  size_t refresh_phases = 16;
+  // Each cycle is spread over this many steps, each reading the queues of one fixed phase (one
+  // shard of the depth cache): a burst of every queue at once would hold both cores of a small
+  // node (and Redis) for a few milliseconds per cycle, which is where a p99 lives.
+  size_t refresh_phases = 64;
   size_t refresh_batch_queues = 1000;  // queues per pipelined round trip (bounds one reply)
 };
 

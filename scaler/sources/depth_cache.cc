@@ -1,22 +1,26 @@
 // Coalescing depth cache.
 #include "scaler/sources/depth_cache.h"
 
+#include <algorithm>
 #include <future>
 
 namespace gpuvpa::scaler {
 
-DepthCache::DepthCache(std::chrono::milliseconds ttl, Clock clock)
-    : ttl_(ttl), clock_(std::move(clock)) {}
+DepthCache::DepthCache(std::chrono::milliseconds ttl, Clock clock, size_t shards)
+    : ttl_(ttl), clock_(std::move(clock)), shards_(std::max<size_t>(1, shards)) {}
+
+DepthCache::Shard& DepthCache::ShardOf(const std::string& key) const {
+  return shards_[std::hash<std::string>{}(key) % shards_.size()];
+}
 
 void DepthCache::Get(const std::string& key, Done done, const Start& start) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto [it, created] = entries_.try_emplace(key);
-  Entry& e = it->second;
-  if (created) e.hash = std::hash<std::string>{}(key);
+  Shard& shard = ShardOf(key);
+  std::unique_lock<std::mutex> lock(shard.mu);
+  Entry& e = shard.entries[key];
   const auto now = clock_();
   e.used_at = now;
   if (e.has_value && now - e.read_at < ttl_) {
-    ++hits_;
+    ++shard.hits;
     const double value = e.value;
     lock.unlock();
     done(value);
@@ -24,11 +28,11 @@ void DepthCache::Get(const std::string& key, Done done, const Start& start) {
   }
   e.waiters.push_back(std::move(done));
   if (e.in_flight) {
-    ++hits_;  // shares the read in flight
+    ++shard.hits;  // shares the read in flight
     return;
   }
   e.in_flight = true;
-  ++reads_;
+  ++shard.reads;
   lock.unlock();
   start([this, key](Result<double> depth) { Complete(key, depth); });
 }
@@ -36,8 +40,9 @@ void DepthCache::Get(const std::string& key, Done done, const Start& start) {
 void DepthCache::Complete(const std::string& key, const Result<double>& depth) {
   std::vector<Done> waiters;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Entry& e = entries_[key];
+    Shard& shard = ShardOf(key);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    Entry& e = shard.entries[key];
     e.in_flight = false;
     if (depth.ok()) {
       e.has_value = true;
@@ -61,23 +66,27 @@ Result<double> DepthCache::GetBlocking(const std::string& key,
   return future.get();
 }
 
-std::vector<std::string> DepthCache::Asked(std::chrono::milliseconds window, size_t phase,
-                                           size_t phases) const {
+std::vector<std::string> DepthCache::Asked(std::chrono::milliseconds window, size_t shard) const {
   std::vector<std::string> keys;
-  std::lock_guard<std::mutex> lock(mu_);
+  if (shard >= shards_.size()) return keys;
+  const Shard& s = shards_[shard];
+  std::lock_guard<std::mutex> lock(s.mu);
   const auto since = clock_() - window;
-  for (const auto& [key, e] : entries_)
-    if (!e.in_flight && e.used_at >= since && e.hash % phases == phase) keys.push_back(key);
+  for (const auto& [key, e] : s.entries)
+    if (!e.in_flight && e.used_at >= since) keys.push_back(key);
   return keys;
 }
 
 void DepthCache::Store(const std::vector<std::string>& keys,
                        const std::vector<Result<double>>& depths,
                        std::chrono::steady_clock::time_point read_at) {
-  std::lock_guard<std::mutex> lock(mu_);
+  // A refresher's keys are mostly of one shard: its lock is kept while the next key is too.
+  std::unique_lock<std::mutex> lock;
   for (size_t i = 0; i < keys.size() && i < depths.size(); ++i) {
-    auto it = entries_.find(keys[i]);
-    if (it == entries_.end()) continue;  // evicted meanwhile: not asked for any more
+    Shard& shard = ShardOf(keys[i]);
+    if (lock.mutex() != &shard.mu) lock = std::unique_lock<std::mutex>(shard.mu);
+    auto it = shard.entries.find(keys[i]);
+    if (it == shard.entries.end()) continue;  // evicted meanwhile: not asked for any more
     Entry& e = it->second;
     if (!depths[i].ok()) {
       e.has_value = false;
@@ -90,32 +99,44 @@ void DepthCache::Store(const std::vector<std::string>& keys,
 }
 
 size_t DepthCache::EvictIdle(std::chrono::milliseconds idle) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const auto now = clock_();
-  return std::erase_if(entries_, [&](const auto& kv) {
-    return !kv.second.in_flight && now - kv.second.used_at > idle;
-  });
+  size_t evicted = 0;
+  for (Shard& shard : shards_) {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    const auto now = clock_();
+    evicted += std::erase_if(shard.entries, [&](const auto& kv) {
+      return !kv.second.in_flight && now - kv.second.used_at > idle;
+    });
+  }
+  return evicted;
 }
 
 void DepthCache::Erase(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = entries_.find(key); it != entries_.end() && !it->second.in_flight)
-    entries_.erase(it);
+  Shard& shard = ShardOf(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  if (auto it = shard.entries.find(key); it != shard.entries.end() && !it->second.in_flight)
+    shard.entries.erase(it);
+}
+
+template <typename Count>
+uint64_t DepthCache::Sum(Count count) const {
+  uint64_t total = 0;
+  for (const Shard& shard : shards_) {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    total += count(shard);
+  }
+  return total;
 }
 
 size_t DepthCache::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return entries_.size();
+  return Sum([](const Shard& s) { return s.entries.size(); });
 }
 
 uint64_t DepthCache::hits() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return hits_;
+  return Sum([](const Shard& s) { return s.hits; });
 }
 
 uint64_t DepthCache::reads() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return reads_;
+  return Sum([](const Shard& s) { return s.reads; });
 }
 
 }  // namespace gpuvpa::scaler

@@ -4,7 +4,9 @@
 // callback, so no caller's thread ever waits on a backend. Errors reach the callers of that
 // read but are never cached, so the next call after a backend returns reads again. A refresher
 // may store depths it read ahead of the next ask (Store) for the queues asked for lately
-// (Asked). Entries not asked for in a while are evicted (EvictIdle).
+// (Asked). Entries not asked for in a while are evicted (EvictIdle). Entries live in shards,
+// each with its own lock, so that a refresher walking one shard's asked keys never holds up an
+// ask for a key of another.
 #pragma once
 
 #include <chrono>
@@ -26,7 +28,9 @@ class DepthCache {
   // Starts a read; must call `complete` exactly once, on any thread, at any later time.
   using Start = std::function<void(std::function<void(Result<double>)> complete)>;
 
-  explicit DepthCache(std::chrono::milliseconds ttl, Clock clock = std::chrono::steady_clock::now);
+  // `shards`: how many parts the keys are split into (by hash), each with its own lock.
+  explicit DepthCache(std::chrono::milliseconds ttl, Clock clock = std::chrono::steady_clock::now,
+                      size_t shards = 1);
 
   // Calls `done` with the cached depth at once, or when the read in flight (or the one started
   // here with `start`) completes. `done` runs outside the cache's lock.
@@ -34,11 +38,11 @@ class DepthCache {
   // Blocking convenience for callers that may wait (tests, tools).
   Result<double> GetBlocking(const std::string& key, const std::function<Result<double>()>& read);
 
-  // Keys asked for (Get) within `window`, without a read in flight, in `phase` of `phases`: a
-  // key's phase is fixed (from its hash), so a refresher that visits one phase at a time reads
-  // every key once per cycle, evenly spread over the cycle.
-  std::vector<std::string> Asked(std::chrono::milliseconds window, size_t phase = 0,
-                                 size_t phases = 1) const;
+  // Keys of `shard` asked for (Get) within `window`, without a read in flight: a key's shard is
+  // fixed (from its hash), so a refresher that visits one shard at a time reads every key once
+  // per cycle, evenly spread over the cycle, and only ever locks the shard it visits.
+  std::vector<std::string> Asked(std::chrono::milliseconds window, size_t shard = 0) const;
+  size_t shards() const { return shards_.size(); }
   // Depths read ahead of the asks, by reads that started at `read_at`: an error drops the
   // cached depth (never a stale value across an outage); a depth older than the one cached is
   // ignored, and so is a key evicted meanwhile. Callers waiting on a read in flight still get
@@ -60,17 +64,23 @@ class DepthCache {
     double value = 0;
     std::chrono::steady_clock::time_point read_at;
     std::chrono::steady_clock::time_point used_at;
-    size_t hash = 0;  // of the key, kept for Asked's phases
     std::vector<Done> waiters;
   };
+  struct Shard {
+    mutable std::mutex mu;
+    std::unordered_map<std::string, Entry> entries;
+    uint64_t hits = 0;
+    uint64_t reads = 0;
+  };
+  Shard& ShardOf(const std::string& key) const;
   void Complete(const std::string& key, const Result<double>& depth);
+  // Sums `count` over the shards, each read under its own lock.
+  template <typename Count>
+  uint64_t Sum(Count count) const;
 
   const std::chrono::milliseconds ttl_;
   const Clock clock_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
-  uint64_t hits_ = 0;
-  uint64_t reads_ = 0;
+  mutable std::vector<Shard> shards_;
 };
 
 }  // namespace gpuvpa::scaler

@@ -218,16 +218,35 @@ TEST(DepthCacheTest, RefreshedDepthsServeAsksAndAnErrorDropsTheCachedOne) {
   EXPECT_EQ(reads, 2);
   cache.Store({"gone"}, {5.0}, now);
   EXPECT_EQ(cache.size(), 1u) << "a queue evicted meanwhile is not brought back";
+}
 
-  // Phases split the asked keys: each key in exactly one, whichever cycle it is.
+TEST(DepthCacheTest, ShardsSplitTheAskedKeysEachInExactlyOne) {
+  auto now = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  DepthCache cache(
+      milliseconds(1000), [&] { return now; }, 7);
+  ASSERT_EQ(cache.shards(), 7u);
   for (int i = 0; i < 200; ++i)
-    ASSERT_TRUE(cache.GetBlocking("k" + std::to_string(i), read(0)).ok());
+    ASSERT_TRUE(cache.GetBlocking("k" + std::to_string(i), [i] { return Result<double>(i); }).ok());
   std::multiset<std::string> seen;
-  for (size_t phase = 0; phase < 7; ++phase)
-    for (const std::string& k : cache.Asked(milliseconds(500), phase, 7)) seen.insert(k);
-  EXPECT_EQ(seen.size(), 201u);
-  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 201u);
-  EXPECT_LT(cache.Asked(milliseconds(500), 0, 7).size(), 100u) << "spread, not all in one";
+  for (size_t shard = 0; shard < 7; ++shard) {
+    const std::vector<std::string> keys = cache.Asked(milliseconds(500), shard);
+    EXPECT_LT(keys.size(), 100u) << "spread, not all in one";
+    seen.insert(keys.begin(), keys.end());
+  }
+  EXPECT_EQ(seen.size(), 200u);
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 200u);
+  EXPECT_EQ(cache.size(), 200u);
+  EXPECT_EQ(cache.reads(), 200u);
+  EXPECT_EQ(*cache.GetBlocking("k42", [] { return Result<double>(-1.0); }), 42.0);
+  EXPECT_EQ(cache.hits(), 1u);
+  // Stored depths reach each key's own shard, whichever order they come in.
+  cache.Store({"k7", "k3", "k150"}, {70.0, 30.0, 1500.0}, now);
+  EXPECT_EQ(*cache.GetBlocking("k150", [] { return Result<double>(-1.0); }), 1500.0);
+  EXPECT_EQ(*cache.GetBlocking("k3", [] { return Result<double>(-1.0); }), 30.0);
+  EXPECT_EQ(*cache.GetBlocking("k7", [] { return Result<double>(-1.0); }), 70.0);
+  now += milliseconds(600);
+  EXPECT_EQ(cache.EvictIdle(milliseconds(500)), 200u);
+  EXPECT_EQ(cache.size(), 0u);
 }
 
 TEST(DepthCacheTest, ErrorsReachTheWaitersButAreNotCached) {
