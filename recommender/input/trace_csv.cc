@@ -14,9 +14,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 
 #include "core/base/names.h"
+#include "core/base/number_text.h"
 #include "core/base/text_lines.h"
 #include "core/base/time_format.h"
 #include "core/base/workload_key.h"
@@ -54,26 +56,11 @@ constexpr size_t kMaxFields = 32;
 constexpr size_t kMinIngestBatch = 1 << 16;
 constexpr size_t kMaxIngestBatch = 1 << 20;
 constexpr size_t kSamplesPerWorkload = 16;
-
-size_t SplitFields(std::string_view line, std::array<std::string_view, kMaxFields>& out) {
-  size_t n = 0;
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = line.find(',', start);
-    if (n == kMaxFields) return n + 1;  // too many: the caller reports it
-    if (comma == std::string_view::npos) {
-      out[n++] = line.substr(start);
-      return n;
-    }
-    out[n++] = line.substr(start, comma - start);
-    start = comma + 1;
-  }
-}
-
-bool ParseDouble(std::string_view s, double& out) {
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(out);
-}
+// The columns that name a series: rows with the same text in these are the same series.
+constexpr std::array<int, 9> kSeriesColumns = {kNamespace,  kWorkloadKind, kWorkloadName,
+                                               kContainer,  kPod,          kGpuModel,
+                                               kAllocation, kDevice,       kCostCenter};
+constexpr char kRunSeparator = '\x1f';  // a unit separator: in no valid field
 
 }  // namespace
 
@@ -130,11 +117,11 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
 Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool release_consumed) {
   if (csv.starts_with(kUtf8Bom)) csv.remove_prefix(kUtf8Bom.size());
   size_t pos = 0;
-  const std::string_view header = NextLine(csv, pos);
+  std::string_view header;
   std::array<std::string_view, kMaxFields> fields;
   Columns cols;
   cols.index.fill(-1);
-  cols.field_count = SplitFields(header, fields);
+  cols.field_count = NextLineFields(csv, pos, header, fields);
   if (cols.field_count > kMaxFields)
     return HeaderError("more than " + std::to_string(kMaxFields) + " columns", header);
   for (size_t f = 0; f < cols.field_count; ++f) {
@@ -149,6 +136,27 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
   for (int c = 0; c < kRequiredColumns; ++c) {
     if (cols.index[c] < 0)
       return HeaderError("lacks required column \"" + std::string(kColumnNames[c]) + "\"", header);
+  }
+  // A series is known by the text of its columns as the row has it: runs of adjacent fields (one
+  // run, commas included, when they are next to each other), so a known series is recognised
+  // without copying its text. The text means the same only under the same header.
+  series_runs_.clear();
+  {
+    std::vector<int> positions;
+    for (const int c : kSeriesColumns)
+      if (cols.index[c] >= 0) positions.push_back(cols.index[c]);
+    std::sort(positions.begin(), positions.end());
+    for (const int f : positions) {
+      if (!series_runs_.empty() && series_runs_.back().second + 1 == f)
+        series_runs_.back().second = f;
+      else
+        series_runs_.push_back({f, f});
+    }
+  }
+  if (!std::equal(cols.index.begin(), cols.index.end(), series_columns_.begin(),
+                  series_columns_.end())) {
+    ForgetSeries();
+    series_columns_.assign(cols.index.begin(), cols.index.end());
   }
 
   TraceReplayReport report;
@@ -189,10 +197,10 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
       released = upto;
     }
     ++line_no;
-    const std::string_view line = NextLine(csv, pos);
+    std::string_view line;
+    const size_t n = NextLineFields(csv, pos, line, fields);
     if (line.empty()) continue;
     ++report.rows;
-    const size_t n = SplitFields(line, fields);
     if (n != cols.field_count) {
       reject("row",
              "expected " + std::to_string(cols.field_count) + " fields, found " +
@@ -228,17 +236,14 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
     // The raw identity text: seen before, it resolves to its series without the checks below
     // that depend on that text alone (they passed then).
     if (store_.layout_version() != series_layout_) {
-      series_.clear();
-      series_text_.clear();
-      series_index_.clear();
-      previous_series_ = UINT32_MAX;
+      ForgetSeries();
       series_layout_ = store_.layout_version();
     }
-    series_key_.clear();
-    for (int c : {kNamespace, kWorkloadKind, kWorkloadName, kContainer, kPod, kGpuModel,
-                  kAllocation, kDevice, kCostCenter}) {
-      series_key_.append(field(c));
-      series_key_.push_back('\x1f');  // a unit separator: in no valid field
+    for (size_t r = 0; r < series_runs_.size(); ++r) {
+      const std::string_view first = fields[static_cast<size_t>(series_runs_[r].first)];
+      const std::string_view last = fields[static_cast<size_t>(series_runs_[r].second)];
+      series_spans_[r] = std::string_view(
+          first.data(), static_cast<size_t>(last.data() + last.size() - first.data()));
     }
     const uint32_t known = FindSeries();
     const bool series_known = known != UINT32_MAX;
@@ -260,13 +265,13 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
     GpuSample sample;
     sample.time_s = *time;
     double vram = 0;
-    if (!ParseDouble(field(kVramBytes), vram) || vram < 0) {
+    if (!ParseFiniteDouble(field(kVramBytes), vram) || vram < 0) {
       reject_value(kVramBytes, "is not a non-negative number");
       continue;
     }
     sample.vram_bytes = vram * vram_scale;
     double sm = 0;
-    if (!ParseDouble(field(kSmActive), sm) || sm < 0 || sm * sm_scale > 1) {
+    if (!ParseFiniteDouble(field(kSmActive), sm) || sm < 0 || sm * sm_scale > 1) {
       if (options_.sm_unit == SmUnit::kRatio && sm > 1 && sm <= 100) {
         ++sm_percent_like_rows;
         sm_largest = std::max(sm_largest, sm);
@@ -366,6 +371,7 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
     } else {
       series = store_.TrackDevice(*row, field(kPod), device);
       if (row_track_generation_.size() <= *row) row_track_generation_.resize(*row + 1);
+      SeriesKey();
       auto [it, added] =
           series_index_.try_emplace(series_key_, static_cast<uint32_t>(series_.size()));
       if (added) {
@@ -420,23 +426,47 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
   return report;
 }
 
+void TraceReplayer::ForgetSeries() {
+  series_.clear();
+  series_text_.clear();
+  series_index_.clear();
+  previous_series_ = UINT32_MAX;
+}
+
+void TraceReplayer::SeriesKey() {
+  series_key_.clear();
+  for (size_t r = 0; r < series_runs_.size(); ++r) {
+    series_key_.append(series_spans_[r]);
+    series_key_.push_back(kRunSeparator);
+  }
+}
+
 uint32_t TraceReplayer::FindSeries() {
   auto holds = [&](uint32_t i) {
     const SeriesEntry& e = series_[i];
     return e.row < row_track_generation_.size() &&
            row_track_generation_[e.row] == e.track_generation;
   };
-  // The guess: the entry that followed the previous row's last time.
+  // The guess: the entry that followed the previous row's last time, compared run by run with
+  // the row's own text.
   if (previous_series_ != UINT32_MAX) {
     const uint32_t guess = series_[previous_series_].next;
     if (guess != UINT32_MAX) {
       const SeriesEntry& e = series_[guess];
-      if (e.key_size == series_key_.size() &&
-          std::string_view(series_text_).substr(e.key_offset, e.key_size) == series_key_ &&
-          holds(guess))
-        return guess;
+      size_t size = series_runs_.size();
+      for (size_t r = 0; r < series_runs_.size(); ++r) size += series_spans_[r].size();
+      bool same = size == e.key_size;
+      const char* text = series_text_.data() + e.key_offset;
+      for (size_t r = 0; r < series_runs_.size() && same; ++r) {
+        const std::string_view span = series_spans_[r];
+        same =
+            std::memcmp(text, span.data(), span.size()) == 0 && text[span.size()] == kRunSeparator;
+        text += span.size() + 1;
+      }
+      if (same && holds(guess)) return guess;
     }
   }
+  SeriesKey();
   const auto it = series_index_.find(series_key_);
   if (it == series_index_.end() || !holds(it->second)) return UINT32_MAX;
   if (previous_series_ != UINT32_MAX) series_[previous_series_].next = it->second;

@@ -15,6 +15,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include <array>
 #include <cstddef>
 #include <limits>
 #include <optional>
@@ -128,8 +129,16 @@ class TraceReplayer {
     size_t key_offset = 0;       // into series_text_
     size_t key_size = 0;
   };
-  // The entry for the current row's text (`series_key_`), or UINT32_MAX.
+  // The entry for the current row's text (`series_spans_`), or UINT32_MAX.
   uint32_t FindSeries();
+  // series_key_ = the current row's text: its runs, each followed by a unit separator.
+  void SeriesKey();
+  void ForgetSeries();
+  // The series columns as runs of adjacent fields [first, last] in the header's order, and the
+  // current row's text of each run.
+  std::vector<std::pair<int, int>> series_runs_;
+  std::array<std::string_view, 9> series_spans_;
+  std::vector<int> series_columns_;  // the header's column positions the entries were made under
   std::vector<SeriesEntry> series_;
   std::string series_text_;
   absl::flat_hash_map<std::string, uint32_t> series_index_;
