@@ -346,7 +346,7 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
       // A new identity for a tracked workload changes how its samples are accounted: the
       // samples parsed before it go in first, under the old one.
       if (row) FlushPending(report, store_issues, have_time);
-      row = store_.Track(id, *unit);
+      row = store_.Track(std::move(id), *unit);
       if (row_cache_.size() <= *row) row_cache_.resize(*row + 1);
       row_cache_[*row] = {key_buffer_, std::string(field(kAllocation)),
                           std::string(field(kGpuModel)), std::string(cost_center)};

@@ -14,7 +14,7 @@ namespace {
 constexpr double kCudaOomMinBumpBytes = 100.0 * 1024 * 1024;  // VPA: +100 MiB
 constexpr double kCudaOomBumpRatio = 1.2;                     // VPA: x1.2
 
-void ScaleAll(std::vector<double>& v, double scale) {
+void ScaleAll(std::span<double> v, double scale) {
   Eigen::Map<Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())) *= scale;
 }
 
@@ -75,17 +75,17 @@ void FleetStore::Reserve(size_t workloads) {
   index_.reserve(workloads);
 }
 
-uint32_t FleetStore::Track(const v1::WorkloadIdentity& identity, const AllocationUnit& unit) {
+uint32_t FleetStore::Track(v1::WorkloadIdentity identity, const AllocationUnit& unit) {
   std::string key = KeyOf(identity);
   if (auto it = index_.find(key); it != index_.end()) {
     WorkloadState& st = states_[it->second];
-    st.identity = identity;
+    st.identity = std::move(identity);
     st.unit = unit;
     return it->second;
   }
   const auto row = static_cast<uint32_t>(states_.size());
   WorkloadState st;
-  st.identity = identity;
+  st.identity = std::move(identity);
   st.unit = unit;
   states_.push_back(std::move(st));
   vram_weights_.resize(vram_weights_.size() + vram_stride_, 0.0);
@@ -97,7 +97,7 @@ uint32_t FleetStore::Track(const v1::WorkloadIdentity& identity, const Allocatio
 }
 
 std::optional<uint32_t> FleetStore::Find(std::string_view key) const {
-  auto it = index_.find(key);
+  auto it = index_.find(absl::string_view(key.data(), key.size()));
   if (it == index_.end()) return std::nullopt;
   return it->second;
 }

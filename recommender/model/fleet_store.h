@@ -3,6 +3,8 @@
 // whole-fleet passes (decay shifts, percentiles) walk memory in order.
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/base/huge_page_allocator.h"
 #include "core/base/status.h"
 #include "core/gpu/gpu_allocation.h"
 #include "proto/gpuvpa.pb.h"
@@ -188,7 +191,7 @@ class FleetStore {
 
   // Starts tracking a workload-container, or updates its identity (allocation, model, cost
   // center) if it is tracked already. Returns its row index.
-  uint32_t Track(const v1::WorkloadIdentity& identity, const AllocationUnit& unit);
+  uint32_t Track(v1::WorkloadIdentity identity, const AllocationUnit& unit);
   // Row index of a key built by AssignWorkloadKey.
   std::optional<uint32_t> Find(std::string_view key) const;
 
@@ -260,16 +263,17 @@ class FleetStore {
   DecayClock clock_;
   size_t vram_stride_;
   size_t sm_stride_;
-  std::vector<WorkloadState> states_;
-  std::vector<double> vram_weights_;  // size() x vram_stride_, row-major
-  std::vector<double> sm_weights_;    // size() x sm_stride_, row-major
-  std::vector<double> vram_totals_;
-  std::vector<double> sm_totals_;
-  struct KeyHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, uint32_t, KeyHash, std::equal_to<>> index_;
+  // By row; the large arrays on huge pages where the kernel offers them (a fleet's samples land
+  // on random rows: with 4 KiB pages nearly every sample of a large fleet is a TLB miss).
+  template <typename T>
+  using RowArray = std::vector<T, HugePageAllocator<T>>;
+  RowArray<WorkloadState> states_;
+  RowArray<double> vram_weights_;  // size() x vram_stride_, row-major
+  RowArray<double> sm_weights_;    // size() x sm_stride_, row-major
+  RowArray<double> vram_totals_;
+  RowArray<double> sm_totals_;
+  // Row by KeyOf(identity); absl's string hash takes absl::string_view lookups.
+  absl::flat_hash_map<std::string, uint32_t> index_;
   // Decay factors by time, direct-mapped on the sample-period index: a trace interleaves every
   // series at each timestamp and Prometheus sends one series after another over the same scrape
   // times, so in both orders nearly every sample finds its factor here instead of calling exp2.
