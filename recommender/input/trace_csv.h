@@ -115,12 +115,13 @@ class TraceReplayer {
   std::vector<uint32_t> pending_order_;  // scratch of FlushPending
   std::vector<uint32_t> row_starts_;     // scratch of FlushPending, by store row
   std::vector<RowCache> row_cache_;      // by store row: the raw identity fields last resolved
-  // The series each distinct raw identity text (namespace .. allocation, device, cost center)
-  // resolved to. A trace repeats its workloads in the same order at every timestamp, so each
-  // entry remembers which entry followed it last time: the next row is checked against that
-  // guess (one comparison with text stored in first-seen order, read sequentially) before any
-  // hash lookup. An entry holds while its row has not been re-tracked from other text and the
-  // store's layout is the one it was made under.
+  // The series each distinct raw identity text (namespace .. allocation, device, cost center,
+  // as runs of the row's own fields) resolved to. A trace repeats its workloads in the same
+  // order at every timestamp, so each entry remembers which entry followed it last time: the
+  // next row's runs are compared with that guess (text stored in first-seen order, read
+  // sequentially) before any hash lookup. An entry holds while its row has not been re-tracked
+  // from other text, and the store's layout and the header's columns are those it was made
+  // under.
   struct SeriesEntry {
     uint32_t row = 0;
     uint32_t series = 0;
