@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <initializer_list>
+#include <map>
 
 #include "core/base/atomic_file.h"
 #include "core/base/names.h"
@@ -16,11 +17,15 @@ const YamlField kConfig{"config", ""};
 
 Status ParsePrices(const YAML::Node& list, GpuvpaConfig& config) {
   if (!list.IsSequence()) return InvalidArgumentError("config prices: expected a list");
+  // (model, region) -> the entry that priced it: a second price for the same pair is a typo or
+  // a merge gone wrong, never "the last one wins".
+  std::map<std::pair<std::string, std::string>, std::string> priced;
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node& p = list[i];
-    const std::string where = "prices[" + std::to_string(i) + "]";
-    if (Status s =
-            kConfig[where].CheckKeys(p, {"gpu_model", "usd_per_gpu_hour", "region", "source"});
+    const std::string where =
+        "prices[" + std::to_string(i) + "] (line " + std::to_string(p.Mark().line + 1) + ")";
+    if (Status s = kConfig[where].CheckKeys(
+            p, {"gpu_model", "usd_per_gpu_hour", "region", "source", "in_house"});
         !s.ok())
       return s;
     if (!p["gpu_model"] || !p["usd_per_gpu_hour"])
@@ -33,8 +38,21 @@ Status ParsePrices(const YAML::Node& list, GpuvpaConfig& config) {
     if (!YAML::convert<double>::decode(p["usd_per_gpu_hour"], price))
       return InvalidArgumentError("config " + where + ".usd_per_gpu_hour: \"" + price_text +
                                   "\" is not a number");
+    bool in_house = false;
+    if (Status s = ReadYamlBool(p, kConfig[where], "in_house", in_house); !s.ok()) return s;
+    if (!in_house && !config.prices.KnowsModel(*model))
+      return InvalidArgumentError(
+          "config " + where + ".gpu_model: " + QuoteForError(*model) +
+          " is not a GPU model of the catalog (a misspelling?); a model of your own needs "
+          "in_house: true");
     const std::string region = p["region"] ? p["region"].as<std::string>() : "";
     const std::string source = p["source"] ? p["source"].as<std::string>() : "configuration";
+    const auto [first, fresh] =
+        priced.emplace(std::pair(config.prices.CanonicalModel(*model), region), where);
+    if (!fresh)
+      return InvalidArgumentError("config " + where + ": gpu_model " + QuoteForError(*model) +
+                                  (region.empty() ? "" : " in region " + QuoteForError(region)) +
+                                  " is already priced by " + first->second);
     if (Status s = config.prices.SetPrice(*model, region, price, source); !s.ok())
       return InvalidArgumentError("config " + where + ": " + s.message());
   }

@@ -20,9 +20,13 @@ struct CostCenterRules {
 using StringMap = std::map<std::string, std::string, std::less<>>;
 
 // The workload's annotation wins, then the namespace's label, then the configured namespace
-// mapping, else "unallocated". Empty values count as absent.
+// mapping, else "unallocated". Empty values count as absent. The value that wins must be valid
+// label text (ValidateLabelText: UTF-8 without control characters, 1..253 bytes); one that is
+// not is never used, and never drops the money either: the workload is charged to
+// "unallocated" and `rejected` (when given) receives the value, quoted and cut for a message.
 std::string ResolveCostCenter(const CostCenterRules& rules, std::string_view namespace_name,
                               const StringMap& namespace_labels = {},
-                              const StringMap& workload_annotations = {});
+                              const StringMap& workload_annotations = {},
+                              std::string* rejected = nullptr);
 
 }  // namespace gpuvpa

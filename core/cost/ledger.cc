@@ -6,6 +6,9 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <tuple>
+
+#include "core/base/names.h"
 
 namespace gpuvpa {
 namespace {
@@ -93,35 +96,51 @@ std::string ColumnText(sqlite3_stmt* s, int i) {
   return t == nullptr ? "" : reinterpret_cast<const char*>(t);
 }
 
-Status Validate(const LedgerAction& a) {
-  auto missing = [&](const char* field) {
-    return InvalidArgumentError("ledger action \"" + a.action_id + "\": " + field + " is empty");
-  };
-  if (a.action_id.empty()) return InvalidArgumentError("ledger action: action_id is empty");
-  if (a.namespace_name.empty()) return missing("namespace");
-  if (a.workload.empty()) return missing("workload");
-  if (a.cost_center.empty()) return missing("cost_center (use \"unallocated\")");
-  // No money or GPU time in the ledger is negative, and no period runs backwards: a value that
-  // is would be a bug upstream, and showback must never print it.
-  const std::pair<const char*, int64_t> amounts[] = {{"time_s", a.time_s},
-                                                     {"monthly_before", a.monthly_before},
+// The columns a repeated id must match, in SELECT order (after action_id).
+constexpr const char* kContentColumns =
+    "kind, status, namespace, workload, cost_center, gpu_model, before, after, "
+    "monthly_before_micro_usd, monthly_after_micro_usd, period_start_s, period_end_s, "
+    "allocated_milli_gpu_s, allocated_micro_usd, usage_measured, used_vram_micro_usd, "
+    "used_sm_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd";
+
+// Refuses `a` when the row stored under its id (read by `stored`) differs in content.
+Status SameContent(sqlite3_stmt* stored, const LedgerAction& a) {
+  const std::pair<const char*, std::string> texts[] = {
+      {"kind", std::string(ActionKindName(a.kind))},
+      {"status", std::string(ActionStatusName(a.status))},
+      {"namespace", a.namespace_name},
+      {"workload", a.workload},
+      {"cost_center", a.cost_center},
+      {"gpu_model", a.gpu_model},
+      {"before", a.before},
+      {"after", a.after}};
+  const std::pair<const char*, int64_t> numbers[] = {{"monthly_before", a.monthly_before},
                                                      {"monthly_after", a.monthly_after},
                                                      {"period_start_s", a.period_start_s},
+                                                     {"period_end_s", a.period_end_s},
                                                      {"allocated_gpu_time", a.allocated_gpu_time},
                                                      {"allocated", a.allocated},
+                                                     {"usage_measured", a.usage_measured ? 1 : 0},
                                                      {"used_vram", a.used_vram},
                                                      {"used_sm", a.used_sm},
                                                      {"metered_gpu_time", a.metered_gpu_time},
                                                      {"metered", a.metered},
                                                      {"reserved", a.reserved}};
-  for (const auto& [field, value] : amounts)
-    if (value < 0)
-      return InvalidArgumentError("ledger action \"" + a.action_id + "\": " + field + " " +
-                                  std::to_string(value) + " is negative");
-  if (a.period_end_s < a.period_start_s)
-    return InvalidArgumentError("ledger action \"" + a.action_id + "\": period ends (" +
-                                std::to_string(a.period_end_s) + ") before it starts (" +
-                                std::to_string(a.period_start_s) + ")");
+  auto conflict = [&](const char* field, const std::string& was, const std::string& now) {
+    return InvalidArgumentError("ledger action " + QuoteForError(a.action_id) +
+                                " is recorded with " + field + " " + QuoteForError(was) +
+                                "; this one has " + QuoteForError(now) +
+                                " (an id is never reused for other content)");
+  };
+  int column = 0;
+  for (const auto& [field, value] : texts) {
+    const std::string was = ColumnText(stored, column++);
+    if (was != value) return conflict(field, was, value);
+  }
+  for (const auto& [field, value] : numbers) {
+    const int64_t was = sqlite3_column_int64(stored, column++);
+    if (was != value) return conflict(field, std::to_string(was), std::to_string(value));
+  }
   return OkStatus();
 }
 
@@ -130,6 +149,68 @@ const char* GroupColumn(ShowbackGroup g) {
 }
 
 }  // namespace
+
+Status ValidateLedgerAction(const LedgerAction& a) {
+  if (a.action_id.empty()) return InvalidArgumentError("ledger action: action_id is empty");
+  const std::string who = "ledger action " + QuoteForError(a.action_id);
+  auto displayable = [](std::string_view text) {
+    for (unsigned char c : text)
+      if (c < 0x20 || c == 0x7f) return false;
+    return IsValidUtf8(text);
+  };
+  const std::tuple<const char*, const std::string*, size_t, bool> texts[] = {
+      {"action_id", &a.action_id, kMaxLedgerIdBytes, true},
+      {"namespace", &a.namespace_name, kMaxLedgerTextBytes, true},
+      {"workload", &a.workload, kMaxLedgerTextBytes, true},
+      {"cost_center", &a.cost_center, kMaxLedgerTextBytes, true},
+      {"gpu_model", &a.gpu_model, kMaxLedgerTextBytes, false},
+      {"before", &a.before, kMaxLedgerTextBytes, false},
+      {"after", &a.after, kMaxLedgerTextBytes, false}};
+  for (const auto& [field, value, max_bytes, required] : texts) {
+    if (required && value->empty())
+      return InvalidArgumentError(
+          who + ": " + field + " is empty" +
+          (std::string_view(field) == "cost_center" ? " (use \"unallocated\")" : ""));
+    if (value->size() > max_bytes)
+      return InvalidArgumentError(who + ": " + field + " is " + std::to_string(value->size()) +
+                                  " bytes, more than " + std::to_string(max_bytes));
+    if (!displayable(*value))
+      return InvalidArgumentError(who + ": " + field + " " + QuoteForError(*value) +
+                                  " is not UTF-8 text without control characters");
+  }
+  if (a.evidence_json.size() > kMaxLedgerEvidenceBytes)
+    return InvalidArgumentError(who + ": evidence is " + std::to_string(a.evidence_json.size()) +
+                                " bytes, more than " + std::to_string(kMaxLedgerEvidenceBytes));
+  if (!IsValidUtf8(a.evidence_json)) return InvalidArgumentError(who + ": evidence is not UTF-8");
+  // No money or GPU time in the ledger is negative or beyond what sums can hold, and no period
+  // runs backwards: a value that is would be a bug upstream or a hostile writer, and showback
+  // must never print it.
+  const std::tuple<const char*, int64_t, int64_t> amounts[] = {
+      {"time_s", a.time_s, kMaxLedgerTimeS},
+      {"monthly_before", a.monthly_before, kMaxLedgerMicroUsd},
+      {"monthly_after", a.monthly_after, kMaxLedgerMicroUsd},
+      {"period_start_s", a.period_start_s, kMaxLedgerTimeS},
+      {"period_end_s", a.period_end_s, kMaxLedgerTimeS},
+      {"allocated_gpu_time", a.allocated_gpu_time, kMaxLedgerMilliGpuSeconds},
+      {"allocated", a.allocated, kMaxLedgerMicroUsd},
+      {"used_vram", a.used_vram, kMaxLedgerMicroUsd},
+      {"used_sm", a.used_sm, kMaxLedgerMicroUsd},
+      {"metered_gpu_time", a.metered_gpu_time, kMaxLedgerMilliGpuSeconds},
+      {"metered", a.metered, kMaxLedgerMicroUsd},
+      {"reserved", a.reserved, kMaxLedgerMicroUsd}};
+  for (const auto& [field, value, max] : amounts) {
+    if (value < 0)
+      return InvalidArgumentError(who + ": " + field + " " + std::to_string(value) +
+                                  " is negative");
+    if (value > max)
+      return InvalidArgumentError(who + ": " + field + " " + std::to_string(value) +
+                                  " is above its bound " + std::to_string(max));
+  }
+  if (a.period_end_s < a.period_start_s)
+    return InvalidArgumentError(who + ": period ends (" + std::to_string(a.period_end_s) +
+                                ") before it starts (" + std::to_string(a.period_start_s) + ")");
+  return OkStatus();
+}
 
 std::string_view ActionKindName(ActionKind kind) { return kKindNames[static_cast<size_t>(kind)]; }
 std::string_view ActionStatusName(ActionStatus status) {
@@ -211,7 +292,7 @@ Status Ledger::Migrate() {
 Result<size_t> Ledger::Append(std::span<const LedgerAction> actions,
                               std::span<const ChargeMark> marks) {
   for (const LedgerAction& a : actions) {
-    if (Status s = Validate(a); !s.ok()) return s;
+    if (Status s = ValidateLedgerAction(a); !s.ok()) return s;
   }
   for (const ChargeMark& m : marks)
     if (m.series.empty() || !std::isfinite(m.charged_through_s))
@@ -229,7 +310,10 @@ Result<size_t> Ledger::Append(std::span<const LedgerAction> actions,
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
       "?19, "
       "?20, ?21, ?22, ?23) ON CONFLICT (action_id) DO NOTHING");
-  if (!insert.ok()) {
+  Statement stored(
+      db_,
+      (std::string("SELECT ") + kContentColumns + " FROM actions WHERE action_id = ?1").c_str());
+  if (!insert.ok() || !stored.ok()) {
     Status s = Error("prepare insert");
     (void)Exec("ROLLBACK");
     return s;
@@ -264,8 +348,20 @@ Result<size_t> Ledger::Append(std::span<const LedgerAction> actions,
       (void)Exec("ROLLBACK");
       return s;
     }
-    inserted += static_cast<size_t>(sqlite3_changes(db_));
+    const int changes = sqlite3_changes(db_);
+    inserted += static_cast<size_t>(changes);
     sqlite3_reset(insert.get());
+    if (changes == 0) {  // the id is recorded: the same row, or a conflict
+      stored.Bind(1, a.action_id);
+      Status same = sqlite3_step(stored.get()) == SQLITE_ROW
+                        ? SameContent(stored.get(), a)
+                        : Error("read action \"" + a.action_id + "\"");
+      sqlite3_reset(stored.get());
+      if (!same.ok()) {
+        (void)Exec("ROLLBACK");
+        return same;
+      }
+    }
   }
   if (!marks.empty()) {
     Statement mark(db_, "INSERT INTO charge_marks (series, charged_through_s) VALUES (?1, ?2)");
@@ -313,7 +409,8 @@ int64_t Prorate(int64_t amount, int64_t part, int64_t whole) {
   return static_cast<int64_t>((scaled + whole / 2) / whole);
 }
 
-Status AddRow(ShowbackRow& to, const ShowbackRow& add) {
+// Adds `add` (a row, or a group for the total) to `to`; an overflow names `what`.
+Status AddRow(ShowbackRow& to, const ShowbackRow& add, const std::string& what) {
   const std::pair<int64_t*, int64_t> sums[] = {
       {&to.allocated_gpu_time, add.allocated_gpu_time},
       {&to.allocated, add.allocated},
@@ -327,7 +424,7 @@ Status AddRow(ShowbackRow& to, const ShowbackRow& add) {
       {&to.metered, add.metered},
       {&to.reserved, add.reserved}};
   for (const auto& [sum, value] : sums)
-    GPUVPA_RETURN_IF_ERROR(CheckedAdd(*sum, value, "showback " + to.group));
+    GPUVPA_RETURN_IF_ERROR(CheckedAdd(*sum, value, "showback " + to.group + ", adding " + what));
   return OkStatus();
 }
 
@@ -348,18 +445,18 @@ Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
       ", kind, status, usage_measured, allocated_milli_gpu_s, allocated_micro_usd, "
       "used_vram_micro_usd, used_sm_micro_usd, monthly_before_micro_usd, "
       "monthly_after_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd, "
-      "period_start_s, period_end_s "
+      "period_start_s, period_end_s, action_id "
       "FROM actions WHERE (period_end_s > period_start_s AND period_end_s > ?1 AND "
       "period_start_s < ?2) OR (period_end_s <= period_start_s AND time_s >= ?1 AND time_s < ?2)";
   // Savings still proposed: the latest recommendation of each workload, if still proposed.
+  // Summed here, with checks, like the scan.
   const std::string proposed_sql =
       "SELECT " + group +
-      ", SUM(monthly_before_micro_usd - monthly_after_micro_usd) FROM (SELECT " + group +
-      ", status, monthly_before_micro_usd, monthly_after_micro_usd, ROW_NUMBER() OVER ("
-      "PARTITION BY namespace, workload ORDER BY time_s DESC, seq DESC) AS latest "
+      ", monthly_before_micro_usd, monthly_after_micro_usd, action_id FROM (SELECT " + group +
+      ", status, monthly_before_micro_usd, monthly_after_micro_usd, action_id, ROW_NUMBER() "
+      "OVER (PARTITION BY namespace, workload ORDER BY time_s DESC, seq DESC) AS latest "
       "FROM actions WHERE kind = 'recommendation' AND time_s >= ?1 AND time_s < ?2) "
-      "WHERE latest = 1 AND status = 'proposed' GROUP BY " +
-      group;
+      "WHERE latest = 1 AND status = 'proposed'";
 
   auto run = [&](const std::string& sql, auto&& on_row) -> Status {
     Statement s(db_, sql.c_str());
@@ -414,14 +511,18 @@ Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
       it->second.usage_measured = true;
     else
       it->second.usage_unmeasured = true;
-    return AddRow(it->second, r);
+    return AddRow(it->second, r, "row " + QuoteForError(column_view(st, 15)));
   });
   if (s.ok())
     s = run(proposed_sql, [&](sqlite3_stmt* st) -> Status {
       // A workload's latest recommendation lies in the window, so its group was scanned above.
-      if (auto it = groups.find(column_view(st, 0)); it != groups.end())
-        it->second.savings_proposed_monthly = sqlite3_column_int64(st, 1);
-      return OkStatus();
+      auto it = groups.find(column_view(st, 0));
+      if (it == groups.end()) return OkStatus();
+      // Each amount is within [0, kMaxLedgerMicroUsd]: the difference cannot overflow.
+      const int64_t saving = sqlite3_column_int64(st, 1) - sqlite3_column_int64(st, 2);
+      return CheckedAdd(
+          it->second.savings_proposed_monthly, saving,
+          "showback " + it->second.group + ", adding row " + QuoteForError(column_view(st, 3)));
     });
   if (!s.ok()) return s;
   Showback out;
@@ -432,7 +533,7 @@ Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
   // (the grouping columns are NOT NULL).
   out.total.group = "TOTAL";
   for (const ShowbackRow& r : out.groups) {
-    GPUVPA_RETURN_IF_ERROR(AddRow(out.total, r));
+    GPUVPA_RETURN_IF_ERROR(AddRow(out.total, r, "group " + QuoteForError(r.group)));
     out.total.usage_measured |= r.usage_measured;
     out.total.usage_unmeasured |= r.usage_unmeasured;
   }

@@ -111,6 +111,24 @@ struct Showback {
   ShowbackRow total;  // the sum of the groups (integer sums: exact)
 };
 
+// Bounds every row is held to, whoever writes it (the LedgerService's clients included): text
+// that shows safely in a table, CSV or terminal, and amounts whose sums over millions of rows
+// fit 64 bits (showback still sums with checks and names the row that would overflow).
+inline constexpr size_t kMaxLedgerIdBytes = 1024;
+inline constexpr size_t kMaxLedgerTextBytes = 1024;  // namespace, workload, cost center, ...
+inline constexpr size_t kMaxLedgerEvidenceBytes = 64 * 1024;
+// $100 million in one row: a month of 10,000 H100s at list price is $50 million.
+inline constexpr int64_t kMaxLedgerMicroUsd = 100'000'000'000'000;
+// About 31,700 GPU-years in one row.
+inline constexpr int64_t kMaxLedgerMilliGpuSeconds = 1'000'000'000'000'000;
+// Times and periods before 2100-01-01 (Unix seconds).
+inline constexpr int64_t kMaxLedgerTimeS = 4'102'444'800;
+
+// Whether `action` may be stored: ids and names present, text valid UTF-8 without control
+// characters and within its bound, amounts and times within [0, their bound], no period that
+// runs backwards. The error names the row, the field and the value.
+Status ValidateLedgerAction(const LedgerAction& action);
+
 // Where rows go: the ledger itself, or a client that forwards them to the process that owns it
 // (core/cost/ledger_rpc.h). Appends are idempotent by action id either way.
 class LedgerSink {
@@ -135,7 +153,10 @@ class Ledger final : public LedgerSink {
   Ledger& operator=(const Ledger&) = delete;
 
   // Appends in one transaction: all rows or none. Returns how many were new (ids already in the
-  // ledger are skipped). Invalid rows (empty id or names) are refused naming the field.
+  // ledger with the same content are skipped). Invalid rows (ValidateLedgerAction) and a row
+  // whose id is recorded with other content (kind, status, names, allocations, period or any
+  // amount; its time and evidence may differ: a retried step keeps the first) are refused with
+  // INVALID_ARGUMENT naming the field and both values.
   // Marks are written in the same transaction (a mark never moves back: the latest per series
   // is the largest).
   Result<size_t> Append(std::span<const LedgerAction> actions,

@@ -10,11 +10,75 @@
 namespace gpuvpa {
 namespace {
 
-constexpr size_t kMaxIdBytes = 1024;
-constexpr size_t kMaxTextBytes = 4096;
-constexpr size_t kMaxEvidenceBytes = 64 * 1024;
+const LedgerWriter kUpdater{
+    "updater",
+    {ActionKind::kRecommendation, ActionKind::kAppliedChange, ActionKind::kRollback},
+    {"recommendation/", "apply:", "rollback:"}};
+const LedgerWriter kScaler{
+    "scaler",
+    {ActionKind::kMeteredPeriod, ActionKind::kActivation, ActionKind::kDeactivation},
+    {"metered/"}};
+const LedgerWriter kLocal{
+    "a local client without a certificate",
+    {ActionKind::kRecommendation, ActionKind::kAppliedChange, ActionKind::kRollback,
+     ActionKind::kMeteredPeriod, ActionKind::kActivation, ActionKind::kDeactivation},
+    {"recommendation/", "apply:", "rollback:", "metered/"}};
+
+bool IsLoopbackPeer(std::string_view peer) {
+  return peer.starts_with("ipv4:127.") || peer.starts_with("ipv6:[::1]") ||
+         peer.starts_with("unix:");
+}
+
+// The writer of the call's client, or PERMISSION_DENIED.
+Result<const LedgerWriter*> WriterOf(const grpc::ServerContext* context) {
+  if (context == nullptr) return &kLocal;  // called in process
+  const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+  if (auth == nullptr || !auth->IsPeerAuthenticated()) {
+    if (IsLoopbackPeer(context->peer())) return &kLocal;
+    return Status(StatusCode::kPermissionDenied,
+                  "ledger: a client without a certificate may append only over loopback");
+  }
+  std::string names;
+  for (const char* property : {"x509_common_name", "x509_subject_alternative_name"})
+    for (const grpc::string_ref& name : auth->FindPropertyValues(property)) {
+      const std::string_view n(name.data(), name.size());
+      if (const LedgerWriter* w = LedgerWriterNamed(n)) return w;
+      names += (names.empty() ? "" : ", ") + QuoteForError(n);
+    }
+  return Status(StatusCode::kPermissionDenied,
+                "ledger: the client certificate (" + names +
+                    ") is no ledger writer: only gpuvpa-updater and gpuvpa-scaler may append");
+}
 
 }  // namespace
+
+const LedgerWriter* LedgerWriterNamed(std::string_view certificate_name) {
+  if (certificate_name == "gpuvpa-updater") return &kUpdater;
+  if (certificate_name == "gpuvpa-scaler") return &kScaler;
+  return nullptr;
+}
+
+const LedgerWriter& LocalLedgerWriter() { return kLocal; }
+
+Status AuthorizeLedgerRows(const LedgerWriter& writer, std::span<const LedgerAction> rows) {
+  for (const LedgerAction& a : rows) {
+    const std::string who = "ledger row " + QuoteForError(a.action_id) + ": ";
+    if (std::find(writer.kinds.begin(), writer.kinds.end(), a.kind) == writer.kinds.end())
+      return Status(StatusCode::kPermissionDenied, who + "the " + std::string(writer.component) +
+                                                       " may not append kind " +
+                                                       std::string(ActionKindName(a.kind)));
+    if (std::none_of(writer.id_prefixes.begin(), writer.id_prefixes.end(),
+                     [&](std::string_view p) { return a.action_id.starts_with(p); })) {
+      std::string prefixes;
+      for (std::string_view p : writer.id_prefixes)
+        prefixes += (prefixes.empty() ? "" : ", ") + std::string(p);
+      return Status(
+          StatusCode::kPermissionDenied,
+          who + "ids of the " + std::string(writer.component) + " start with " + prefixes);
+    }
+  }
+  return OkStatus();
+}
 
 v1::LedgerRow LedgerRowToProto(const LedgerAction& a) {
   v1::LedgerRow r;
@@ -46,20 +110,6 @@ v1::LedgerRow LedgerRowToProto(const LedgerAction& a) {
 
 Result<LedgerAction> LedgerRowFromProto(const v1::LedgerRow& r) {
   const std::string who = "ledger row " + QuoteForError(r.action_id());
-  if (r.action_id().size() > kMaxIdBytes)
-    return InvalidArgumentError("ledger row: action_id is longer than " +
-                                std::to_string(kMaxIdBytes) + " bytes");
-  const std::pair<const char*, const std::string*> texts[] = {
-      {"namespace_name", &r.namespace_name()},
-      {"workload", &r.workload()},
-      {"cost_center", &r.cost_center()},
-      {"gpu_model", &r.gpu_model()},
-      {"before", &r.before()},
-      {"after", &r.after()}};
-  for (const auto& [field, value] : texts)
-    if (value->size() > kMaxTextBytes)
-      return InvalidArgumentError(who + ": " + field + " is longer than " +
-                                  std::to_string(kMaxTextBytes) + " bytes");
   Result<ActionKind> kind = ParseActionKind(r.kind());
   if (!kind.ok())
     return InvalidArgumentError(who + ": kind " + QuoteForError(r.kind()) + ": " +
@@ -68,9 +118,10 @@ Result<LedgerAction> LedgerRowFromProto(const v1::LedgerRow& r) {
   if (!status.ok())
     return InvalidArgumentError(who + ": status " + QuoteForError(r.status()) + ": " +
                                 status.status().message());
-  if (r.evidence_json().size() > kMaxEvidenceBytes)
+  // Checked before it is parsed; every other bound is ValidateLedgerAction's, below.
+  if (r.evidence_json().size() > kMaxLedgerEvidenceBytes)
     return InvalidArgumentError(who + ": evidence_json is longer than " +
-                                std::to_string(kMaxEvidenceBytes) + " bytes");
+                                std::to_string(kMaxLedgerEvidenceBytes) + " bytes");
   const nlohmann::json evidence = nlohmann::json::parse(r.evidence_json(), nullptr, false);
   if (evidence.is_discarded() || !evidence.is_object())
     return InvalidArgumentError(who + ": evidence_json is not a JSON object");
@@ -98,11 +149,15 @@ Result<LedgerAction> LedgerRowFromProto(const v1::LedgerRow& r) {
   a.metered = r.metered_micro_usd();
   a.reserved = r.reserved_micro_usd();
   a.evidence_json = r.evidence_json();
+  if (Status s = ValidateLedgerAction(a); !s.ok()) return s;
   return a;
 }
 
-grpc::Status LedgerServiceImpl::Append(grpc::ServerContext*, const v1::LedgerAppendRequest* request,
+grpc::Status LedgerServiceImpl::Append(grpc::ServerContext* context,
+                                       const v1::LedgerAppendRequest* request,
                                        v1::LedgerAppendResponse* response) {
+  Result<const LedgerWriter*> writer = WriterOf(context);
+  if (!writer.ok()) return ToGrpcStatus(writer.status());
   if (static_cast<size_t>(request->rows_size()) > kMaxLedgerRowsPerCall)
     return ToGrpcStatus(InvalidArgumentError("rows: " + std::to_string(request->rows_size()) +
                                              " rows in one call; at most " +
@@ -114,6 +169,7 @@ grpc::Status LedgerServiceImpl::Append(grpc::ServerContext*, const v1::LedgerApp
     if (!a.ok()) return ToGrpcStatus(a.status());
     rows.push_back(*std::move(a));
   }
+  if (Status s = AuthorizeLedgerRows(**writer, rows); !s.ok()) return ToGrpcStatus(s);
   Result<size_t> added = ledger_.Append(rows);
   if (!added.ok()) return ToGrpcStatus(added.status());
   response->set_added(*added);
@@ -134,11 +190,19 @@ Result<size_t> RemoteLedger::Append(std::span<const LedgerAction> actions,
     return InvalidArgumentError("charge marks are kept by the ledger's owner, not sent to " +
                                 address_);
   size_t added = 0;
-  for (size_t at = 0; at < actions.size(); at += kMaxLedgerRowsPerCall) {
+  for (size_t at = 0; at < actions.size();) {
     v1::LedgerAppendRequest request;
-    for (const LedgerAction& a :
-         actions.subspan(at, std::min(kMaxLedgerRowsPerCall, actions.size() - at)))
-      *request.add_rows() = LedgerRowToProto(a);
+    size_t bytes = 0;
+    while (at < actions.size() &&
+           static_cast<size_t>(request.rows_size()) < kMaxLedgerRowsPerCall) {
+      v1::LedgerRow row = LedgerRowToProto(actions[at]);
+      // A repeated field costs its row's size plus a tag and a length of at most 6 bytes.
+      const size_t row_bytes = row.ByteSizeLong() + 6;
+      if (request.rows_size() > 0 && bytes + row_bytes > kMaxLedgerCallBytes) break;
+      bytes += row_bytes;
+      *request.add_rows() = std::move(row);
+      ++at;
+    }
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + timeout_);
     v1::LedgerAppendResponse response;
@@ -146,6 +210,10 @@ Result<size_t> RemoteLedger::Append(std::span<const LedgerAction> actions,
     if (!s.ok()) {
       const std::string what = "ledger service " + address_ + ": " + s.error_message();
       if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) return InvalidArgumentError(what);
+      // A certificate that may not write these rows: a configuration to fix, not a row to set
+      // aside (a spool keeps the rows until it is fixed).
+      if (s.error_code() == grpc::StatusCode::PERMISSION_DENIED)
+        return Status(StatusCode::kPermissionDenied, what);
       return UnavailableError(what);
     }
     added += static_cast<size_t>(response.added());

@@ -86,17 +86,15 @@ std::string Hex8(uint32_t v) {
   return buf;
 }
 
-}  // namespace
-
-Status LedgerSpool::Append(std::span<const LedgerAction> rows) {
-  std::string text;
-  for (const LedgerAction& a : rows) {
-    const std::string json = ToJson(a).dump();
-    text += Hex8(Crc32c(json)) + " " + json + "\n";
-  }
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoError("spool " + path_ + ": open", errno);
+// Appends `text` to the file at `path` durably (fsync'd), all of it or none: a partial write is
+// cut off again. A file whose last line was torn (no final newline) gets one first, so the new
+// lines start on lines of their own.
+Status AppendDurably(const std::string& path, std::string text) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("spool " + path + ": open", errno);
   const off_t start = ::lseek(fd, 0, SEEK_END);
+  char last = '\n';
+  if (start > 0 && ::pread(fd, &last, 1, start - 1) == 1 && last != '\n') text.insert(0, "\n");
   size_t off = 0;
   while (off < text.size()) {
     const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
@@ -106,7 +104,7 @@ Status LedgerSpool::Append(std::span<const LedgerAction> rows) {
       // Leave no partial line behind for the rows that did not fit.
       if (start >= 0) (void)::ftruncate(fd, start);
       ::close(fd);
-      return ErrnoError("spool " + path_ + ": write", err);
+      return ErrnoError("spool " + path + ": write", err);
     }
     off += static_cast<size_t>(n);
   }
@@ -114,60 +112,123 @@ Status LedgerSpool::Append(std::span<const LedgerAction> rows) {
     const int err = errno;
     if (start >= 0) (void)::ftruncate(fd, start);
     ::close(fd);
-    return ErrnoError("spool " + path_ + ": fsync", err);
+    return ErrnoError("spool " + path + ": fsync", err);
   }
   ::close(fd);
   return OkStatus();
 }
 
-Result<std::vector<LedgerAction>> LedgerSpool::Read(size_t* torn_lines) const {
+std::string Line(const nlohmann::json& j) {
+  const std::string json = j.dump();
+  return Hex8(Crc32c(json)) + " " + json + "\n";
+}
+
+// The row a line holds when its checksum and JSON are good.
+Result<LedgerAction> ParseLine(std::string_view line) {
+  uint32_t crc = 0;
+  if (line.size() <= 9 || line[8] != ' ' ||
+      std::from_chars(line.data(), line.data() + 8, crc, 16).ptr != line.data() + 8 ||
+      Crc32c(line.substr(9)) != crc)
+    return DataLossError("bad checksum");
+  const nlohmann::json j = nlohmann::json::parse(line.substr(9), nullptr, false);
+  if (j.is_discarded()) return DataLossError("not JSON");
+  return FromJson(j);
+}
+
+// Appends `rows` to `sink`; when the sink refuses them as invalid, row by row, each refused row
+// to the dead-letter file. Stops at the first other error: `done` rows were handled (stored,
+// already there, or dead-lettered).
+struct IsolatedAppend {
+  size_t added = 0;
+  size_t dead_lettered = 0;
+  size_t done = 0;
+  Status error;
+};
+IsolatedAppend AppendOrDeadLetter(LedgerSink& sink, std::span<const LedgerAction> rows,
+                                  LedgerSpool& spool) {
+  IsolatedAppend out;
+  Result<size_t> all = sink.Append(rows);
+  if (all.ok() || all.status().code() != StatusCode::kInvalidArgument) {
+    if (all.ok()) {
+      out.added = *all;
+      out.done = rows.size();
+    } else {
+      out.error = all.status();
+    }
+    return out;
+  }
+  for (const LedgerAction& row : rows) {
+    Result<size_t> one = sink.Append(row);
+    if (one.ok()) {
+      out.added += *one;
+    } else if (one.status().code() == StatusCode::kInvalidArgument) {
+      if (Status s = spool.DeadLetter(row, one.status().message()); !s.ok()) {
+        out.error = s;
+        return out;
+      }
+      ++out.dead_lettered;
+      spdlog::error("ledger row {} refused ({}); set aside in {}", row.action_id,
+                    one.status().message(), spool.dead_letter_path());
+    } else {
+      out.error = one.status();
+      return out;
+    }
+    ++out.done;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status LedgerSpool::Append(std::span<const LedgerAction> rows) {
+  std::string text;
+  for (const LedgerAction& a : rows) text += Line(ToJson(a));
+  return AppendDurably(path_, std::move(text));
+}
+
+Status LedgerSpool::DeadLetter(const LedgerAction& row, std::string_view reason) {
+  nlohmann::json j = ToJson(row);
+  j["dead_letter_reason"] = std::string(reason);
+  return AppendDurably(dead_letter_path(), Line(j));
+}
+
+Result<std::vector<LedgerAction>> LedgerSpool::Read(size_t* dropped_lines) const {
   std::vector<LedgerAction> rows;
-  if (torn_lines != nullptr) *torn_lines = 0;
+  if (dropped_lines != nullptr) *dropped_lines = 0;
   if (!FileExists(path_)) return rows;
   Result<std::string> text = ReadWholeFile(path_);
   if (!text.ok()) return text.status();
   std::string_view rest = *text;
-  size_t line_no = 0;
   while (!rest.empty()) {
-    ++line_no;
     const size_t nl = rest.find('\n');
-    const bool last = nl == std::string_view::npos;
     const std::string_view line = rest.substr(0, nl);
-    rest.remove_prefix(last ? rest.size() : nl + 1);
-    uint32_t crc = 0;
-    bool ok = line.size() > 9 && line[8] == ' ' &&
-              std::from_chars(line.data(), line.data() + 8, crc, 16).ptr == line.data() + 8 &&
-              Crc32c(line.substr(9)) == crc;
-    Result<LedgerAction> row = DataLossError("bad checksum");
-    if (ok) {
-      nlohmann::json j = nlohmann::json::parse(line.substr(9), nullptr, false);
-      row = j.is_discarded() ? Result<LedgerAction>(DataLossError("not JSON")) : FromJson(j);
-      ok = row.ok();
-    }
-    if (!ok) {
-      if (last) {  // a crash mid-append: the row was never reported as kept
-        if (torn_lines != nullptr) ++*torn_lines;
-        break;
-      }
-      return DataLossError("spool " + path_ + " line " + std::to_string(line_no) + " is corrupt (" +
-                           row.status().message() + "); kept as it is");
-    }
-    rows.push_back(std::move(row).value());
+    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+    Result<LedgerAction> row = ParseLine(line);
+    const bool whole = row.ok();
+    // A torn line that a later record ran into (written by a build that did not end torn
+    // lines first): the record starts at some "<8 hex> {" inside it.
+    for (size_t at = line.find(" {", 8); !row.ok() && at != std::string_view::npos;
+         at = line.find(" {", at + 1))
+      row = ParseLine(line.substr(at - 8));
+    if (row.ok()) rows.push_back(std::move(row).value());
+    if (!whole && dropped_lines != nullptr) ++*dropped_lines;
   }
   return rows;
 }
 
-Result<size_t> LedgerSpool::Drain(LedgerSink& ledger) {
-  Result<std::vector<LedgerAction>> rows = Read();
+Result<SpoolDrain> LedgerSpool::Drain(LedgerSink& ledger) {
+  SpoolDrain out;
+  Result<std::vector<LedgerAction>> rows = Read(&out.dropped_lines);
   if (!rows.ok()) return rows.status();
-  if (rows->empty()) {
-    if (FileExists(path_) && ::unlink(path_.c_str()) != 0)
-      return ErrnoError("spool " + path_ + ": remove", errno);
-    return size_t{0};
+  if (!rows->empty()) {
+    const IsolatedAppend appended = AppendOrDeadLetter(ledger, *rows, *this);
+    if (!appended.error.ok()) return appended.error;
+    out.moved = appended.done - appended.dead_lettered;
+    out.dead_lettered = appended.dead_lettered;
   }
-  if (Result<size_t> added = ledger.Append(*rows); !added.ok()) return added.status();
-  if (::unlink(path_.c_str()) != 0) return ErrnoError("spool " + path_ + ": remove", errno);
-  return rows->size();
+  if (FileExists(path_) && ::unlink(path_.c_str()) != 0)
+    return ErrnoError("spool " + path_ + ": remove", errno);
+  return out;
 }
 
 SpoolingLedgerSink::SpoolingLedgerSink(LedgerSink& inner, std::string spool_path)
@@ -180,18 +241,19 @@ Result<size_t> SpoolingLedgerSink::MoveSpooled() {
 
 Result<size_t> SpoolingLedgerSink::MoveSpooledLocked() {
   if (!pending_) return size_t{0};
-  Result<size_t> moved = LedgerSpool(spool_path_).Drain(inner_);
-  if (moved.ok()) {
-    pending_ = false;
-    spooled_ids_.clear();
-    if (*moved > 0) spdlog::info("moved {} spooled ledger rows from {}", *moved, spool_path_);
-  } else if (moved.status().code() == StatusCode::kDataLoss) {
-    // Kept for a person to look at, out of the way of new rows.
-    const std::string aside = spool_path_ + ".corrupt";
-    if (::rename(spool_path_.c_str(), aside.c_str()) == 0) pending_ = false;
-    spdlog::error("{}; moved aside to {}", moved.status().message(), aside);
-  }
-  return moved;
+  LedgerSpool spool(spool_path_);
+  Result<SpoolDrain> drained = spool.Drain(inner_);
+  if (!drained.ok()) return drained.status();
+  pending_ = false;
+  spooled_ids_.clear();
+  dead_lettered_rows_ += drained->dead_lettered;
+  dropped_lines_ += drained->dropped_lines;
+  if (drained->moved > 0)
+    spdlog::info("moved {} spooled ledger rows from {}", drained->moved, spool_path_);
+  if (drained->dropped_lines > 0)
+    spdlog::error("spool {}: {} torn or corrupt lines dropped (each only itself)", spool_path_,
+                  drained->dropped_lines);
+  return drained->moved;
 }
 
 Result<size_t> SpoolingLedgerSink::Append(std::span<const LedgerAction> actions,
@@ -199,10 +261,17 @@ Result<size_t> SpoolingLedgerSink::Append(std::span<const LedgerAction> actions,
   std::lock_guard<std::mutex> lock(mu_);
   // Older rows first, so the ledger sees them in the order they happened.
   Status why = MoveSpooledLocked().status();
+  size_t added = 0;
   if (!pending_) {
-    Result<size_t> added = inner_.Append(actions, marks);
-    if (added.ok() || !marks.empty()) return added;
-    why = added.status();
+    if (!marks.empty()) return inner_.Append(actions, marks);
+    LedgerSpool spool(spool_path_);
+    const IsolatedAppend appended = AppendOrDeadLetter(inner_, actions, spool);
+    dead_lettered_rows_ += appended.dead_lettered;
+    if (appended.error.ok()) return appended.added;
+    // The rest waits in the spool.
+    added = appended.added;
+    actions = actions.subspan(appended.done);
+    why = appended.error;
   }
   if (!marks.empty())
     return UnavailableError("ledger charge marks cannot be spooled; the ledger is unavailable");
@@ -210,7 +279,7 @@ Result<size_t> SpoolingLedgerSink::Append(std::span<const LedgerAction> actions,
   std::vector<LedgerAction> fresh;
   for (const LedgerAction& a : actions)
     if (!spooled_ids_.contains(a.action_id)) fresh.push_back(a);
-  if (fresh.empty()) return size_t{0};
+  if (fresh.empty()) return added;
   if (Status s = LedgerSpool(spool_path_).Append(fresh); !s.ok())
     return UnavailableError("the ledger refused " + std::to_string(fresh.size()) + " rows (" +
                             why.message() + ") and the spool " + spool_path_ +
@@ -221,7 +290,17 @@ Result<size_t> SpoolingLedgerSink::Append(std::span<const LedgerAction> actions,
     if (spooled_ids_.size() < kMaxRememberedIds) spooled_ids_.insert(a.action_id);
   spdlog::warn("the ledger did not take {} rows ({}); kept in the spool {} (first: {})",
                fresh.size(), why.message(), spool_path_, fresh.front().action_id);
-  return size_t{0};
+  return added;
+}
+
+uint64_t SpoolingLedgerSink::dead_lettered_rows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dead_lettered_rows_;
+}
+
+uint64_t SpoolingLedgerSink::dropped_lines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_lines_;
 }
 
 uint64_t SpoolingLedgerSink::spooled_rows() const {

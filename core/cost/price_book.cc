@@ -58,6 +58,10 @@ std::string PriceBook::CanonicalModel(std::string_view gpu_model) const {
   return model.ok() ? (*model)->name : std::string(gpu_model);
 }
 
+bool PriceBook::KnowsModel(std::string_view gpu_model) const {
+  return catalog_->FindModel(gpu_model).ok();
+}
+
 Status PriceBook::SetPrice(std::string_view gpu_model, std::string_view region,
                            double usd_per_gpu_hour, std::string source) {
   if (gpu_model.empty()) return InvalidArgumentError("price: gpu_model is empty");

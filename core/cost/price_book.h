@@ -53,9 +53,12 @@ class PriceBook {
   Status SetMaxPrice(double usd_per_gpu_hour);
   double max_usd_per_gpu_hour() const { return max_usd_per_gpu_hour_; }
 
- private:
+  // The catalog's name for `gpu_model` (a product name resolves to it), or `gpu_model` itself.
   std::string CanonicalModel(std::string_view gpu_model) const;
+  // Whether the GPU catalog knows `gpu_model` (by its name or a product name for it).
+  bool KnowsModel(std::string_view gpu_model) const;
 
+ private:
   const GpuCatalog* catalog_;
   std::vector<GpuPrice> prices_;
   double max_usd_per_gpu_hour_ = kDefaultMaxUsdPerGpuHour;

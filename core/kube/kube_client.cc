@@ -4,6 +4,8 @@
 #include <sstream>
 #include <thread>
 
+#include "core/base/names.h"
+
 namespace gpuvpa {
 
 using json = nlohmann::json;
@@ -70,6 +72,9 @@ Status KubeApiError(int http_status, const std::string& body, const std::string&
   const json parsed = json::parse(body, nullptr, false);
   if (TextOf(parsed, "kind") == "Status") message = TextOf(parsed, "message");
   if (message.empty()) message = body.substr(0, 200);
+  // A peer's text (a proxy's error page may be any bytes): valid UTF-8, bounded, one line, so
+  // it can go into an Event, a ledger row's evidence and a log.
+  message = SanitizeText(message, 1000);
   const std::string text = what + ": HTTP " + std::to_string(http_status) + ": " + message;
   switch (http_status) {
     case 400:

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Makes the TLS Secrets gpuvpa mounts, from a new private CA (openssl), as one YAML file to
-# `kubectl apply -f`. Use your own PKI (cert-manager, Vault) instead by creating Secrets with the
-# same names and keys (tls.crt, tls.key, ca.crt):
+# Makes the Secrets gpuvpa mounts: TLS from a new private CA (openssl), and the updater's
+# change key, as one YAML file to `kubectl apply -f`. Use your own PKI (cert-manager, Vault)
+# instead by creating Secrets with the same names and keys (tls.crt, tls.key, ca.crt):
 #   gpuvpa-recommender-tls      server: gpuvpa-recommender (its gRPC requires client certificates)
 #   gpuvpa-updater-client-tls   client: the updater, to the recommender
 #   gpuvpa-scaler-client-tls    client: the scaler, to the recommender's ledger
 #   gpuvpa-scaler-tls           server: gpuvpa-scaler (KEDA's client certificate must chain to ca.crt)
 #   gpuvpa-scaler-client        client: KEDA, in each workload namespace (TriggerAuthentication)
+# and gpuvpa-updater-change-key (key change.key: 48 random bytes, base64) that signs the
+# updater's applied-change annotations, so a rollback restores only what an updater wrote.
 # Usage: make-secrets.sh [--namespace gpuvpa] [--workload-namespace agents]... OUTDIR
 # Writes OUTDIR/secrets.yaml (and the CA's key, OUTDIR/ca.key: keep it or delete it). Keys are
 # written with mode 0600 and never printed.
@@ -17,7 +19,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --namespace) ns="$2"; shift 2 ;;
     --workload-namespace) workload_namespaces+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "make-secrets.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -75,5 +77,17 @@ YAML
   secret gpuvpa-scaler-client-tls "$ns" scaler-client
   secret gpuvpa-scaler-tls "$ns" scaler
   for w in "${workload_namespaces[@]}"; do secret gpuvpa-scaler-client "$w" keda-client; done
+  cat <<YAML
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: gpuvpa-updater-change-key
+  namespace: $ns
+  labels: {app.kubernetes.io/part-of: gpuvpa}
+type: Opaque
+data:
+  change.key: $(openssl rand -base64 48 | tr -d '\n' | base64 -w0)
+YAML
 } >"$out/secrets.yaml"
 echo "wrote $out/secrets.yaml (apply it with kubectl apply -f) and the CA key $out/ca.key"

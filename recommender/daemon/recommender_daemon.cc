@@ -65,6 +65,14 @@ RecommenderDaemon::RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa)
                            .Help("Samples added to the histograms")
                            .Register(*registry_)
                            .Add({});
+  invalid_cost_center_ =
+      &prometheus::BuildCounter()
+           .Name("gpuvpa_recommender_invalid_cost_center_samples_total")
+           .Help(
+               "Samples charged to unallocated because the cost center their workload or "
+               "namespace names is not valid text (the log names it)")
+           .Register(*registry_)
+           .Add({});
   query_errors_ = &prometheus::BuildCounter()
                        .Name("gpuvpa_recommender_query_errors_total")
                        .Help("Polls that ended with a Prometheus error")
@@ -136,12 +144,16 @@ Status RecommenderDaemon::PollOnce(double now_s) {
     accepted += r.accepted;
     refused += r.refused;
     already += r.already_ingested;
+    invalid_cost_center_->Increment(static_cast<double>(r.invalid_cost_center));
     for (const std::string& issue : r.issues) spdlog::warn("ingest: {}", issue);
   });
   if (poll.through_s > store_.source_through_s()) store_.set_source_through_s(poll.through_s);
   source_through_s_ = store_.source_through_s();
   samples_ingested_->Increment(static_cast<double>(accepted));
   for (const std::string& w : poll.warnings) spdlog::warn("Prometheus warning: {}", w);
+  if (poll.outside_window > 0)
+    spdlog::warn("Prometheus sent {} points outside the asked windows; not ingested",
+                 poll.outside_window);
   store_.ForgetStale(store_.newest_sample_s());
   // What kube-state-metrics said about objects gone for longer than the history is dropped.
   ingester_->mutable_kube_state().ForgetBefore(until - config_.history_s);

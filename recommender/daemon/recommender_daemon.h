@@ -97,6 +97,7 @@ class RecommenderDaemon {
   prometheus::Family<prometheus::Gauge>* idle_tax_usd_ = nullptr;
   prometheus::Family<prometheus::Gauge>* allocated_gpu_seconds_ = nullptr;
   prometheus::Counter* samples_ingested_ = nullptr;
+  prometheus::Counter* invalid_cost_center_ = nullptr;
   prometheus::Counter* query_errors_ = nullptr;
   prometheus::Counter* polls_ = nullptr;
   prometheus::Gauge* last_success_ = nullptr;

@@ -234,7 +234,13 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
     id.set_container(e.container);
     id.set_gpu_model((*model)->name);
     id.set_allocation(allocation->ToString());
-    id.set_cost_center(kube_state_.CostCenter(options_.cost_centers, e.ns, owner));
+    std::string rejected;
+    id.set_cost_center(kube_state_.CostCenter(options_.cost_centers, e.ns, owner, &rejected));
+    if (!rejected.empty()) {
+      report.invalid_cost_center += e.vram->points.size();
+      issue(who + ": cost center " + rejected + " is not valid (UTF-8 without control " +
+            "characters, 1-253 bytes): charged to " + std::string(kUnallocatedCostCenter));
+    }
     if (options_.shard_count > 1 &&
         WorkloadShard(id, options_.shard_count) != options_.shard_index) {
       report.other_shard += e.vram->points.size();

@@ -94,6 +94,8 @@ struct DcgmIngestReport {
   size_t shared_device_samples = 0;  // split between pods of one device (estimates)
   std::array<size_t, kSmSourceCount> sm_source_series{};  // series per chosen SM source
   size_t owner_from_kube_state = 0, owner_from_pod_name = 0, owner_bare_pod = 0;
+  // Samples charged to "unallocated" because the cost center they named is not valid text.
+  size_t invalid_cost_center = 0;
   size_t allocation_from_request = 0, allocation_from_dcgm = 0;
   std::vector<std::string> issues;           // the first 20, each naming the series and the problem
   double first_time_s = 0, last_time_s = 0;  // of accepted samples

@@ -169,7 +169,7 @@ std::optional<GpuAllocation> KubeState::Request(std::string_view ns, std::string
 }
 
 std::string KubeState::CostCenter(const CostCenterRules& rules, std::string_view ns,
-                                  const PodOwner& owner) const {
+                                  const PodOwner& owner, std::string* rejected) const {
   StringMap ns_labels;
   if (auto it = namespace_labels_.find(ns); it != namespace_labels_.end()) {
     auto label = it->second.values.find("label_" + SanitizeKsmName(rules.namespace_label_key));
@@ -181,7 +181,7 @@ std::string KubeState::CostCenter(const CostCenterRules& rules, std::string_view
     auto a = it->second.values.find("annotation_" + SanitizeKsmName(rules.workload_annotation_key));
     if (a != it->second.values.end()) annotations[rules.workload_annotation_key] = a->second;
   }
-  return ResolveCostCenter(rules, ns, ns_labels, annotations);
+  return ResolveCostCenter(rules, ns, ns_labels, annotations, rejected);
 }
 
 size_t KubeState::ForgetBefore(double time_s) {

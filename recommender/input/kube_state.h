@@ -56,8 +56,9 @@ class KubeState {
   std::optional<GpuAllocation> Request(std::string_view namespace_name, std::string_view pod,
                                        std::string_view container, int shared_replicas,
                                        const GpuModel* model) const;
+  // `rejected`: see ResolveCostCenter (an invalid value is charged to "unallocated").
   std::string CostCenter(const CostCenterRules& rules, std::string_view namespace_name,
-                         const PodOwner& owner) const;
+                         const PodOwner& owner, std::string* rejected = nullptr) const;
 
   // Forgets what KSM last said before `time_s` (pods, ReplicaSets, Jobs and namespaces that
   // are gone), so a long-running daemon's knowledge stays bounded by the live cluster.

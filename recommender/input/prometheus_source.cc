@@ -235,7 +235,16 @@ PollResult PrometheusSource::Poll(double from_s, double until_s, const Sink& sin
         return poll;
       }
       poll.series += parsed->series.size();
-      for (const LabeledSeries& s : parsed->series) poll.points += s.points.size();
+      // A sample stands for the time before it inside the asked window: a point outside it (a
+      // broken or hostile server) is never ingested, so never charged.
+      for (LabeledSeries& s : parsed->series) {
+        const size_t sent = s.points.size();
+        std::erase_if(s.points, [&](const MetricPoint& p) {
+          return !(p.time_s >= start && p.time_s <= end);
+        });
+        poll.outside_window += sent - s.points.size();
+        poll.points += s.points.size();
+      }
       sink(parsed->series, end);
       begin = stop;
     } while (begin < hosts->size());

@@ -59,6 +59,7 @@ struct PollResult {
   size_t queries = 0;
   size_t series = 0;
   size_t points = 0;
+  size_t outside_window = 0;  // points the server sent outside the asked window: not ingested
   size_t retries = 0;
   std::vector<std::string> warnings;  // the server's, each prefixed with its query
   Status error;  // the first error that stopped the poll (through_s says how far it got)

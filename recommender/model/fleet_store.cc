@@ -205,7 +205,13 @@ uint32_t FleetStore::TrackDevice(uint32_t row, std::string_view pod, int32_t dev
 IngestOutcome FleetStore::Ingest(uint32_t row, uint32_t device_index, const GpuSample& sample) {
   DeviceCursor& cursor = states_[row].devices[device_index];
   if (sample.time_s <= cursor.ingested_through_s) return IngestOutcome::kAlreadyIngested;
-  if (!AddSample(row, sample, sample.time_s > cursor.charged_through_s))
+  // The sample stands for the time since the series' previous sample, at most one period:
+  // points closer together than the period are not charged twice (each for a whole period).
+  const double previous_s = std::max(cursor.ingested_through_s, cursor.charged_through_s);
+  const double period_s = previous_s > 0 && sample.time_s > previous_s
+                              ? std::min(options_.sample_period_s, sample.time_s - previous_s)
+                              : options_.sample_period_s;
+  if (!AddSample(row, sample, sample.time_s > cursor.charged_through_s, period_s))
     return IngestOutcome::kInvalid;
   cursor.ingested_through_s = sample.time_s;
   ++cursor.samples;
@@ -236,7 +242,8 @@ void FleetStore::MarkCharged(uint32_t row) {
     cursor.charged_through_s = std::max(cursor.charged_through_s, cursor.ingested_through_s);
 }
 
-bool FleetStore::AddSample(uint32_t row, const GpuSample& sample, bool chargeable) {
+bool FleetStore::AddSample(uint32_t row, const GpuSample& sample, bool chargeable,
+                           double period_s) {
   if (!IsValidSample(sample)) return false;
   ApplyDecayShift(sample.time_s);
   newest_sample_s_ = std::max(newest_sample_s_, sample.time_s);
@@ -253,7 +260,7 @@ bool FleetStore::AddSample(uint32_t row, const GpuSample& sample, bool chargeabl
   ++st.sample_count;
 
   // Device-time accounting for duty cycle and idle tax.
-  const double dt = options_.sample_period_s;
+  const double dt = period_s >= 0 ? period_s : options_.sample_period_s;
   const double gpu_seconds = dt * st.unit.device_fraction;
   st.observed_seconds += dt;
   const double used_vram_gpu_seconds =

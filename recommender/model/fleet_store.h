@@ -201,8 +201,11 @@ class FleetStore {
   // Adds a sample of one series unless the series has ingested it already (idempotent ingest).
   IngestOutcome Ingest(uint32_t row, uint32_t device_index, const GpuSample& sample);
   // Adds a sample with no series bookkeeping (benchmarks, tests); `chargeable` adds its device
-  // time to the pending charge. False (nothing added) when the sample is invalid.
-  bool AddSample(uint32_t row, const GpuSample& sample, bool chargeable = true);
+  // time to the pending charge. The sample stands for `period_s` seconds of device time
+  // (negative: the sample period; Ingest passes the gap to the series' previous sample, capped
+  // at the period). False (nothing added) when the sample is invalid.
+  bool AddSample(uint32_t row, const GpuSample& sample, bool chargeable = true,
+                 double period_s = -1);
 
   // The ledger's charge marks by ChargeSeriesKey: every series, present or future, counts
   // samples at or before its mark as charged already.

@@ -67,13 +67,15 @@ class LedgerRpcTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status().message();
     server_ = std::move(server).value();
   }
-  ClientChannelOptions Client(int port, bool with_cert = true) {
+  // `cert`: the client certificate's file stem ("" for none); the scaler's by default (these
+  // rows are metered periods).
+  ClientChannelOptions Client(int port, const std::string& cert = "gpuvpa-scaler") {
     ClientChannelOptions c;
     c.address = "127.0.0.1:" + std::to_string(port);
     c.ca_file = tmp_.Path("ca.pem");
-    if (with_cert) {
-      c.client_cert_file = tmp_.Path("client.pem");
-      c.client_key_file = tmp_.Path("client.key");
+    if (!cert.empty()) {
+      c.client_cert_file = tmp_.Path(cert + ".pem");
+      c.client_key_file = tmp_.Path(cert + ".key");
     }
     return c;
   }
@@ -119,7 +121,7 @@ TEST_F(LedgerRpcTest, AnAppendLargerThanOneCallIsSentInSeveralCalls) {
   std::unique_ptr<RemoteLedger> remote = Connected(Client(server_.port));
   std::vector<LedgerAction> rows;
   for (size_t i = 0; i < kMaxLedgerRowsPerCall + 1500; ++i)
-    rows.push_back(Row("proposal/" + std::to_string(i), "research", 1));
+    rows.push_back(Row("metered/" + std::to_string(i), "research", 1));
   Result<size_t> added = remote->Append(rows);
   ASSERT_TRUE(added.ok()) << added.status().message();
   EXPECT_EQ(*added, rows.size());
@@ -157,9 +159,121 @@ TEST_F(LedgerRpcTest, BadRowsAreRefusedNamingTheFieldAndNothingOfTheCallIsStored
   EXPECT_NE(r.status().message().find("cost_center"), std::string::npos) << r.status().message();
 }
 
+// Each component's certificate x each row kind: the updater appends proposals, changes and
+// rollbacks, the scaler metered periods and activations, nobody the owner's usage rows; KEDA's
+// certificate (same CA) appends nothing; a certificate of a foreign CA does not connect. Ids
+// are the writer's own: a row of an allowed kind under another writer's id prefix is refused.
+TEST_F(LedgerRpcTest, EachWriterAppendsOnlyItsOwnKindsAndIds) {
+  Serve();
+  struct Kind {
+    ActionKind kind;
+    std::string id_prefix;
+    std::string owner;  // "" : nobody's over the wire
+  };
+  const std::vector<Kind> kinds = {{ActionKind::kRecommendation, "recommendation/", "updater"},
+                                   {ActionKind::kAppliedChange, "apply:", "updater"},
+                                   {ActionKind::kRollback, "rollback:", "updater"},
+                                   {ActionKind::kMeteredPeriod, "metered/", "scaler"},
+                                   {ActionKind::kActivation, "metered/", "scaler"},
+                                   {ActionKind::kDeactivation, "metered/", "scaler"},
+                                   {ActionKind::kAllocatedUsage, "usage/", ""}};
+  int allowed = 0;
+  for (const auto& [cert, component] : std::vector<std::pair<std::string, std::string>>{
+           {"gpuvpa-updater", "updater"}, {"gpuvpa-scaler", "scaler"}, {"client", "keda"}}) {
+    std::unique_ptr<RemoteLedger> remote = Connected(Client(server_.port, cert));
+    for (const Kind& k : kinds) {
+      SCOPED_TRACE(cert + " appends " + std::string(ActionKindName(k.kind)));
+      LedgerAction row = Row(k.id_prefix + cert + "/" + std::string(ActionKindName(k.kind)),
+                             "finance", 6'880'000'000);
+      row.kind = k.kind;
+      Result<size_t> r = remote->Append(row);
+      if (k.owner == component) {
+        ++allowed;
+        EXPECT_TRUE(r.ok()) << r.status().message();
+      } else {
+        ASSERT_FALSE(r.ok());
+        EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status().message();
+        EXPECT_FALSE(*ledger_->Contains(row.action_id));
+      }
+    }
+  }
+  EXPECT_EQ(allowed, 6);
+  EXPECT_EQ(*ledger_->CountRows(), 6);
+  // Squatting: the scaler's kind under the updater's prefix, and the owner's usage ids.
+  std::unique_ptr<RemoteLedger> scaler = Connected(Client(server_.port, "gpuvpa-scaler"));
+  Result<size_t> r = scaler->Append(Row("apply:ns/Deployment/x/main:1", "finance", 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("ids of the scaler start with metered/"), std::string::npos)
+      << r.status().message();
+  std::unique_ptr<RemoteLedger> keda = Connected(Client(server_.port, "client"));
+  r = keda->Append(Row("metered/keda/1", "finance", 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("certificate (\"client\""), std::string::npos)
+      << r.status().message();
+  // A foreign CA's certificate naming the updater never gets through the handshake.
+  std::unique_ptr<RemoteLedger> foreign =
+      Connected(Client(server_.port, "foreign-updater"), std::chrono::milliseconds(2000));
+  LedgerAction proposal = Row("recommendation/foreign/1", "finance", 1);
+  proposal.kind = ActionKind::kRecommendation;
+  r = foreign->Append(proposal);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().message();
+  EXPECT_EQ(*ledger_->CountRows(), 6);
+  // A repeated id with another amount is refused naming both values.
+  LedgerAction repeated = Row("metered/gpuvpa-scaler/metered_period", "finance", 1);
+  repeated.kind = ActionKind::kMeteredPeriod;
+  r = scaler->Append(repeated);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("is recorded with metered \"6880000000\"; this one has "
+                                      "\"1\""),
+            std::string::npos)
+      << r.status().message();
+}
+
+// Appends larger than the service's 4 MiB request limit (the updater's proposals at 6,000
+// workload-containers with long names; a scaler spool of 10,000 long rows) are split by size:
+// every row lands once.
+TEST_F(LedgerRpcTest, AppendsBeyondTheRequestLimitAreSplitBySizeAndLandOnce) {
+  Serve();
+  std::unique_ptr<RemoteLedger> updater = Connected(Client(server_.port, "gpuvpa-updater"));
+  std::vector<LedgerAction> proposals;
+  for (int i = 0; i < 6000; ++i) {
+    LedgerAction a = Row(
+        "recommendation/ml/Deployment/" + std::string(200, 'w') + "-" + std::to_string(i) + "/main",
+        "research", 1);
+    a.kind = ActionKind::kRecommendation;
+    a.status = ActionStatus::kProposed;
+    a.workload = "Deployment/" + std::string(200, 'w') + "-" + std::to_string(i) + "/main";
+    a.evidence_json = R"({"note":")" + std::string(400, 'e') + R"("})";
+    proposals.push_back(a);
+  }
+  size_t bytes = 0;
+  for (const LedgerAction& a : proposals) bytes += LedgerRowToProto(a).ByteSizeLong();
+  EXPECT_GT(bytes, kMaxLedgerRequestBytes) << "the test must pass the limit";
+  Result<size_t> added = updater->Append(proposals);
+  ASSERT_TRUE(added.ok()) << added.status().message();
+  EXPECT_EQ(*added, 6000u);
+  std::vector<LedgerAction> metered;
+  for (int i = 0; i < 10000; ++i) {
+    LedgerAction a = Row("metered/" + std::string(300, 'q') + "/" + std::to_string(i), "ai", 1);
+    a.workload = "ScaledObject/" + std::string(300, 'q');
+    metered.push_back(a);
+  }
+  // Through a spool, as the scaler moves a long backlog.
+  LedgerSpool spool(tmp_.Path("backlog.spool"));
+  ASSERT_TRUE(spool.Append(metered).ok());
+  std::unique_ptr<RemoteLedger> scaler = Connected(Client(server_.port, "gpuvpa-scaler"));
+  Result<SpoolDrain> drained = spool.Drain(*scaler);
+  ASSERT_TRUE(drained.ok()) << drained.status().message();
+  EXPECT_EQ(drained->moved, 10000u);
+  EXPECT_EQ(*ledger_->CountRows(), 16000);
+  EXPECT_EQ(*updater->Append(proposals), 0u) << "a repeat adds nothing";
+}
+
 TEST_F(LedgerRpcTest, AClientWithoutACertificateIsRefusedAndADownServiceIsUnavailable) {
   Serve();
-  std::unique_ptr<RemoteLedger> anonymous = Connected(Client(server_.port, false));
+  std::unique_ptr<RemoteLedger> anonymous = Connected(Client(server_.port, ""));
   Result<size_t> r = anonymous->Append(Row("metered/x/1", "ai-agents", 1));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
@@ -223,21 +337,21 @@ TEST_F(LedgerRpcTest, TheMeterSpoolsWhileTheServiceIsDownAndMovesTheRowsOnceItIs
 }
 
 // The updater's path: a sink that spools what the service refuses, each row once however often
-// it is appended, and moves it before the next append once the service answers; a corrupt spool
-// is moved aside, never blocking new rows.
+// it is appended, and moves it before the next append once the service answers; corrupt spool
+// lines are dropped one by one (counted), never blocking new rows.
 TEST_F(LedgerRpcTest, TheSpoolingSinkLosesNothingAndSpoolsEachRowOnce) {
   const int port = testing::FreeLocalPort();
   std::unique_ptr<RemoteLedger> remote = Connected(Client(port), std::chrono::milliseconds(500));
   const std::string spool = tmp_.Path("updater.spool");
   SpoolingLedgerSink sink(*remote, spool);
-  const std::vector<LedgerAction> hourly = {Row("proposal/a/1", "research", 1),
-                                            Row("proposal/b/1", "fraud", 2)};
+  const std::vector<LedgerAction> hourly = {Row("metered/a/1", "research", 1),
+                                            Row("metered/b/1", "fraud", 2)};
   for (int cycle = 0; cycle < 3; ++cycle) {
     Result<size_t> r = sink.Append(hourly);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(*r, 0u);
   }
-  ASSERT_TRUE(sink.Append(Row("change/a/1", "research", 3)).ok());
+  ASSERT_TRUE(sink.Append(Row("metered/c/1", "research", 3)).ok());
   EXPECT_EQ(LedgerSpool(spool).Read()->size(), 3u) << "each row spooled once";
   EXPECT_EQ(sink.spooled_rows(), 3u);
 
@@ -246,7 +360,7 @@ TEST_F(LedgerRpcTest, TheSpoolingSinkLosesNothingAndSpoolsEachRowOnce) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   do {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    added = sink.Append(Row("change/b/1", "fraud", 4));
+    added = sink.Append(Row("metered/d/1", "fraud", 4));
   } while (std::filesystem::exists(spool) && std::chrono::steady_clock::now() < give_up);
   ASSERT_TRUE(added.ok());
   EXPECT_FALSE(std::filesystem::exists(spool));
@@ -255,14 +369,14 @@ TEST_F(LedgerRpcTest, TheSpoolingSinkLosesNothingAndSpoolsEachRowOnce) {
   ASSERT_EQ(s.groups.size(), 2u);
   EXPECT_EQ(s.total.metered, 1 + 2 + 3 + 4);
 
-  // A spool corrupted in the middle is moved aside; new rows go straight to the ledger.
+  // A spool of corrupt lines: each is dropped and counted; new rows go straight to the ledger.
   std::ofstream(spool) << "00000000 not a row\n"
                        << "00000000 neither\n";
   SpoolingLedgerSink restarted(*remote, spool);
-  Result<size_t> r = restarted.Append(Row("change/c/1", "research", 5));
+  Result<size_t> r = restarted.Append(Row("metered/e/1", "research", 5));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(*r, 1u);
-  EXPECT_TRUE(std::filesystem::exists(spool + ".corrupt"));
+  EXPECT_EQ(restarted.dropped_lines(), 2u);
   EXPECT_FALSE(std::filesystem::exists(spool));
 }
 

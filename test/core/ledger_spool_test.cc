@@ -1,5 +1,6 @@
-// The ledger spool: rows survive a round trip byte for byte, a torn last line is skipped and
-// reported, a corrupt middle line refuses the whole file, and Drain moves rows exactly once.
+// The ledger spool: rows survive a round trip byte for byte, a torn or corrupt line loses only
+// itself (and is reported), a record a torn line ran into is kept, Drain moves rows exactly
+// once, and a row the ledger refuses goes to the dead-letter file while the others flow.
 #include "core/cost/ledger_spool.h"
 
 #include <gtest/gtest.h>
@@ -44,40 +45,115 @@ TEST(LedgerSpoolTest, RowsRoundTripAndDrainMovesThemOnce) {
 
   std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(tmp.Path("ledger.db"))).value();
   ASSERT_TRUE(ledger->Append(Row("a", 2'640'000)).ok());  // already there: a crash after append
-  Result<size_t> moved = spool.Drain(*ledger);
+  Result<SpoolDrain> moved = spool.Drain(*ledger);
   ASSERT_TRUE(moved.ok()) << moved.status().message();
-  EXPECT_EQ(*moved, 2u);
+  EXPECT_EQ(moved->moved, 2u);
+  EXPECT_EQ(moved->dead_lettered, 0u);
   EXPECT_EQ(*ledger->CountRows(), 2) << "appends are idempotent by action id";
   EXPECT_FALSE(std::filesystem::exists(spool.path()));
-  EXPECT_EQ(*spool.Drain(*ledger), 0u) << "nothing left to move";
+  EXPECT_EQ(spool.Drain(*ledger)->moved, 0u) << "nothing left to move";
 }
 
-TEST(LedgerSpoolTest, ATornLastLineIsSkippedAndACorruptMiddleLineRefusesTheFile) {
+std::string FileText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(LedgerSpoolTest, ATornOrCorruptLineLosesOnlyItself) {
+  testing::ScopedTempDir tmp;
+  LedgerSpool spool(tmp.Path("rows.spool"));
+  ASSERT_TRUE(spool.Append(std::vector<LedgerAction>{Row("a", 1), Row("b", 2), Row("c", 3)}).ok());
+  const std::string text = FileText(spool.path());
+  // A torn last line.
+  std::ofstream(spool.path(), std::ios::trunc) << text.substr(0, text.size() - 25);
+  size_t dropped = 0;
+  Result<std::vector<LedgerAction>> rows = spool.Read(&dropped);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 2u);
+  EXPECT_EQ(dropped, 1u);
+  // A corrupt middle line: its neighbours are kept.
+  std::string corrupt = text;
+  const size_t second = text.find('\n') + 1;
+  corrupt[second + 20] = corrupt[second + 20] == 'x' ? 'y' : 'x';
+  std::ofstream(spool.path(), std::ios::trunc) << corrupt;
+  rows = spool.Read(&dropped);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].action_id, "a");
+  EXPECT_EQ((*rows)[1].action_id, "c");
+  EXPECT_EQ(dropped, 1u);
+  std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(tmp.Path("ledger.db"))).value();
+  Result<SpoolDrain> drained = spool.Drain(*ledger);
+  ASSERT_TRUE(drained.ok()) << drained.status().message();
+  EXPECT_EQ(drained->moved, 2u);
+  EXPECT_EQ(drained->dropped_lines, 1u);
+  EXPECT_EQ(*ledger->CountRows(), 2);
+}
+
+// A SIGKILL tears the last line; the next append must not merge into it (that line would be
+// corrupt, not last). And a spool written by a build that did merge is salvaged: the record
+// inside the merged line is found.
+TEST(LedgerSpoolTest, AppendsAfterATornLineAreKeptAndMergedRecordsAreSalvaged) {
   testing::ScopedTempDir tmp;
   LedgerSpool spool(tmp.Path("rows.spool"));
   ASSERT_TRUE(spool.Append(std::vector<LedgerAction>{Row("a", 1), Row("b", 2)}).ok());
-  std::string text;
-  {
-    std::ifstream in(spool.path());
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  std::ofstream(spool.path(), std::ios::trunc) << text.substr(0, text.size() - 25);  // torn
-  size_t torn = 0;
-  Result<std::vector<LedgerAction>> rows = spool.Read(&torn);
+  const std::string text = FileText(spool.path());
+  std::ofstream(spool.path(), std::ios::trunc) << text.substr(0, text.size() - 25);
+  ASSERT_TRUE(spool.Append(std::vector<LedgerAction>{Row("c", 3)}).ok());
+  ASSERT_TRUE(spool.Append(std::vector<LedgerAction>{Row("d", 4)}).ok());
+  size_t dropped = 0;
+  Result<std::vector<LedgerAction>> rows = spool.Read(&dropped);
   ASSERT_TRUE(rows.ok());
-  EXPECT_EQ(rows->size(), 1u);
-  EXPECT_EQ(torn, 1u);
+  std::vector<std::string> ids;
+  for (const LedgerAction& r : *rows) ids.push_back(r.action_id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"a", "c", "d"}));
+  EXPECT_EQ(dropped, 1u);
+  // Merged: the torn "b" and "c" in one line, as an older build wrote them.
+  const std::string first_line = text.substr(0, text.find('\n') + 1);
+  const std::string torn_b = text.substr(first_line.size(), text.size() - first_line.size() - 25);
+  LedgerSpool other(tmp.Path("other.spool"));
+  ASSERT_TRUE(other.Append(std::vector<LedgerAction>{Row("c", 3)}).ok());
+  std::ofstream(spool.path(), std::ios::trunc) << first_line << torn_b << FileText(other.path());
+  rows = spool.Read(&dropped);
+  ASSERT_TRUE(rows.ok());
+  ids.clear();
+  for (const LedgerAction& r : *rows) ids.push_back(r.action_id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(dropped, 1u);
+}
 
-  std::string corrupt = text;
-  corrupt[20] = corrupt[20] == 'x' ? 'y' : 'x';  // inside the first row's JSON
-  std::ofstream(spool.path(), std::ios::trunc) << corrupt;
-  Result<std::vector<LedgerAction>> refused = spool.Read();
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(refused.status().message().find("line 1"), std::string::npos);
+// A row the ledger refuses as invalid (a conflicting duplicate here) is set aside with its
+// reason; the rows before and after it reach the ledger, through the spool and directly.
+TEST(LedgerSpoolTest, APoisonRowGoesToTheDeadLetterFileAndTheRestFlows) {
+  testing::ScopedTempDir tmp;
   std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(tmp.Path("ledger.db"))).value();
-  EXPECT_FALSE(spool.Drain(*ledger).ok());
-  EXPECT_TRUE(std::filesystem::exists(spool.path())) << "kept for a person to look at";
+  ASSERT_TRUE(ledger->Append(Row("poison", 100)).ok());
+  LedgerSpool spool(tmp.Path("rows.spool"));
+  ASSERT_TRUE(
+      spool.Append(std::vector<LedgerAction>{Row("a", 1), Row("poison", 999), Row("b", 2)}).ok());
+  SpoolingLedgerSink sink(*ledger, spool.path());
+  // Directly too: a row over the bounds among good ones.
+  LedgerAction huge = Row("huge", 1);
+  huge.workload = std::string(2000, 'w');
+  Result<size_t> added = sink.Append(std::vector<LedgerAction>{Row("c", 3), huge, Row("d", 4)});
+  ASSERT_TRUE(added.ok()) << added.status().message();
+  EXPECT_EQ(*added, 2u);
+  for (const char* id : {"a", "b", "c", "d"}) EXPECT_TRUE(*ledger->Contains(id)) << id;
+  EXPECT_EQ(*ledger->CountRows(), 5);  // poison's first version and a, b, c, d
+  EXPECT_EQ(sink.dead_lettered_rows(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(spool.path()));
+  // The dead-letter file is a spool of its own, each row with its reason.
+  LedgerSpool dead(spool.dead_letter_path());
+  Result<std::vector<LedgerAction>> set_aside = dead.Read();
+  ASSERT_TRUE(set_aside.ok());
+  ASSERT_EQ(set_aside->size(), 2u);
+  EXPECT_EQ((*set_aside)[0].action_id, "poison");
+  EXPECT_EQ((*set_aside)[0].metered, 999);
+  EXPECT_EQ((*set_aside)[1].action_id, "huge");
+  const std::string reasons = FileText(dead.path());
+  EXPECT_NE(reasons.find("dead_letter_reason"), std::string::npos);
+  EXPECT_NE(reasons.find("is recorded with metered"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("workload is 2000 bytes"), std::string::npos) << reasons;
 }
 
 }  // namespace

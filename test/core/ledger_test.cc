@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <functional>
+
 #include "core/cost/showback.h"
 #include "test/support/money_util.h"
 #include "test/support/temp_dir.h"
@@ -84,6 +86,85 @@ TEST_F(LedgerTest, InvalidRowsAreRefusedNamingTheFieldAndNothingOfTheBatchIsWrit
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("cost_center"), std::string::npos);
   EXPECT_EQ(*ledger_->CountRows(), 0);
+}
+
+// A repeated id with other content is refused naming both values; the same id with the same
+// content (its time and evidence may differ: a retried step) is the one row it was.
+TEST_F(LedgerTest, ARepeatedIdWithOtherContentIsRefusedNamingBothValues) {
+  LedgerAction a =
+      Action("usage/ns/w/1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "w", "finance");
+  a.allocated = 6'880'000;
+  ASSERT_EQ(*ledger_->Append(a), 1u);
+  LedgerAction retried = a;
+  retried.time_s += 60;
+  retried.evidence_json = R"({"attempt":2})";
+  EXPECT_EQ(*ledger_->Append(retried), 0u);
+  LedgerAction squatted = a;
+  squatted.allocated = 0;
+  std::vector<LedgerAction> batch = {
+      Action("other", ActionKind::kActivation, ActionStatus::kApplied, "w", "cc"), squatted};
+  Result<size_t> r = ledger_->Append(batch);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("\"usage/ns/w/1\" is recorded with allocated \"6880000\"; "
+                                      "this one has \"0\""),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(*ledger_->CountRows(), 1) << "all rows of the call or none";
+  LedgerAction recoloured = a;
+  recoloured.cost_center = "research";
+  r = ledger_->Append(recoloured);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cost_center \"finance\""), std::string::npos)
+      << r.status().message();
+}
+
+// Every field has a bound: text that shows safely, amounts and times whose sums fit 64 bits.
+TEST_F(LedgerTest, FieldsOutsideTheirBoundsAreRefusedNamingFieldAndValue) {
+  auto refused = [&](const std::function<void(LedgerAction&)>& edit, const std::string& expect) {
+    LedgerAction a = Action("x", ActionKind::kMeteredPeriod, ActionStatus::kApplied, "w", "cc");
+    edit(a);
+    Result<size_t> r = ledger_->Append(a);
+    EXPECT_FALSE(r.ok()) << expect;
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+    }
+  };
+  refused([](LedgerAction& a) { a.metered = INT64_MAX; },
+          "metered 9223372036854775807 is above its bound");
+  refused([](LedgerAction& a) { a.time_s = INT64_MAX; }, "time_s 9223372036854775807");
+  refused([](LedgerAction& a) { a.period_end_s = 5'000'000'000; }, "period_end_s 5000000000");
+  refused([](LedgerAction& a) { a.allocated_gpu_time = -1; }, "allocated_gpu_time -1 is negative");
+  refused([](LedgerAction& a) { a.cost_center = "TOTAL\r\nforged"; }, "cost_center");
+  refused([](LedgerAction& a) { a.workload = "\x1b[31mred"; }, "control characters");
+  refused([](LedgerAction& a) { a.namespace_name = std::string("\xff\xfe"); }, "namespace");
+  refused([](LedgerAction& a) { a.workload = std::string(1025, 'w'); }, "workload is 1025 bytes");
+  refused([](LedgerAction& a) { a.action_id = std::string(1025, 'i'); }, "action_id is 1025");
+  refused([](LedgerAction& a) { a.evidence_json = std::string(64 * 1024 + 1, ' '); },
+          "evidence is 65537 bytes");
+  EXPECT_EQ(*ledger_->CountRows(), 0);
+  LedgerAction at_bound =
+      Action("max", ActionKind::kMeteredPeriod, ActionStatus::kApplied, "w", "cc");
+  at_bound.metered = kMaxLedgerMicroUsd;
+  EXPECT_TRUE(ledger_->Append(at_bound).ok());
+}
+
+// Rows at the bound still overflow a sum when there are enough of them: showback refuses and
+// names the row that would overflow, never a wrapped total.
+TEST_F(LedgerTest, ShowbackThatWouldOverflowNamesTheRow) {
+  std::vector<LedgerAction> rows;
+  for (int i = 0; i < 93'000; ++i) {
+    LedgerAction a = Action("big/" + std::to_string(i), ActionKind::kMeteredPeriod,
+                            ActionStatus::kApplied, "w", "cc");
+    a.metered = kMaxLedgerMicroUsd;
+    rows.push_back(a);
+  }
+  ASSERT_TRUE(ledger_->Append(rows).ok());
+  Result<Showback> s = ledger_->QueryShowback({});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("sum overflows"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("adding row \"big/"), std::string::npos)
+      << s.status().message();
 }
 
 TEST_F(LedgerTest, ANewerSchemaIsRefused) {

@@ -30,8 +30,8 @@ prices:
   - {gpu_model: V100M16, usd_per_gpu_hour: 2.50}
   - {gpu_model: V100M32, usd_per_gpu_hour: 3.00}
   - {gpu_model: A10, usd_per_gpu_hour: 1.00}
-  - {gpu_model: G2, usd_per_gpu_hour: 0.75}
-  - {gpu_model: G3, usd_per_gpu_hour: 1.75}
+  - {gpu_model: G2, in_house: true, usd_per_gpu_hour: 0.75}
+  - {gpu_model: G3, in_house: true, usd_per_gpu_hour: 1.75}
 cost_centers:
   namespaces: {openb-ls: latency-sensitive, openb-be: best-effort}
 )";

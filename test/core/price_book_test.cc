@@ -96,7 +96,7 @@ TEST(ConfigTest, ParsesPricesCostCentersAndLedger) {
 region: eu-west-1
 prices:
   - {gpu_model: H100-80GB, usd_per_gpu_hour: 3.10, region: eu-west-1, source: contract}
-  - {gpu_model: G2, usd_per_gpu_hour: 1.0}
+  - {gpu_model: G2, in_house: true, usd_per_gpu_hour: 1.0}
 cost_centers:
   namespace_label_key: team
   namespaces: {ml: research}
@@ -122,6 +122,15 @@ TEST(ConfigTest, ErrorsNameTheKeyAndValue) {
            {"prices: [{gpu_model: H100-80GB, usd_per_gpu_hour: 1, colour: red}]", "colour"},
            {"prices: [{usd_per_gpu_hour: 1}]", "gpu_model"},
            {"cost_centers: {namespace: {a: b}}", "namespace"},
+           // A misspelt model, and one priced twice (the last one no longer silently wins).
+           {"prices:\n  - {gpu_model: H10O-80GB, usd_per_gpu_hour: 1}",
+            "prices[0] (line 2).gpu_model: \"H10O-80GB\" is not a GPU model of the catalog"},
+           {"prices:\n  - {gpu_model: H100-80GB, usd_per_gpu_hour: 1}\n"
+            "  - {gpu_model: H100-80GB, region: eu, usd_per_gpu_hour: 2}\n"
+            "  - {gpu_model: H100 80GB HBM3, usd_per_gpu_hour: 3}",
+            "prices[2] (line 4): gpu_model \"H100 80GB HBM3\" is already priced by prices[0] "
+            "(line 2)"},
+           {"prices: [{gpu_model: G9, in_house: maybe, usd_per_gpu_hour: 1}]", "in_house"},
        }) {
     Result<GpuvpaConfig> r = ParseConfig(c.yaml);
     ASSERT_FALSE(r.ok()) << c.yaml;

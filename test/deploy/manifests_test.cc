@@ -220,8 +220,11 @@ TEST(ManifestsTest, EveryMountedSecretIsMadeByMakeSecretsAndEveryConfigMapIsShip
     if (!s.IsMap()) continue;
     made.insert(s["metadata"]["namespace"].as<std::string>() + "/" +
                 s["metadata"]["name"].as<std::string>());
-    for (const char* key : {"ca.crt", "tls.crt", "tls.key"}) EXPECT_TRUE(s["data"][key]) << key;
+    if (s["type"].as<std::string>() == "kubernetes.io/tls") {
+      for (const char* key : {"ca.crt", "tls.crt", "tls.key"}) EXPECT_TRUE(s["data"][key]) << key;
+    }
   }
+  EXPECT_TRUE(made.count("gpuvpa/gpuvpa-updater-change-key")) << "the updater's change key";
   EXPECT_TRUE(made.count("agents/gpuvpa-scaler-client")) << "KEDA's client for the examples";
   EXPECT_EQ(out.find("PRIVATE KEY"), std::string::npos) << "keys are never printed";
   for (const std::string& overlay : kOverlays) {
@@ -250,6 +253,13 @@ TEST(ManifestsTest, EveryMountedSecretIsMadeByMakeSecretsAndEveryConfigMapIsShip
   for (const YAML::Node& s : YAML::LoadAllFromFile(tmp.Path("secrets") + "/secrets.yaml")) {
     if (!s.IsMap()) continue;
     const std::string name = s["metadata"]["name"].as<std::string>();
+    if (s["type"].as<std::string>() != "kubernetes.io/tls") {
+      // The change key: at least 32 bytes, as gpuvpa-updater --change-key-file requires.
+      std::ofstream(tmp.Path(name + ".b64")) << s["data"]["change.key"].as<std::string>();
+      const std::string length = Shell("base64 -d '" + tmp.Path(name + ".b64") + "' | wc -c", &rc);
+      EXPECT_GE(std::stoi(length), 32) << name;
+      continue;
+    }
     for (const char* key : {"ca.crt", "tls.crt"})
       std::ofstream(tmp.Path(name + "." + key + ".b64")) << s["data"][key].as<std::string>();
   }

@@ -341,15 +341,21 @@ TEST(EndToEndTest, RecommenderUpdaterAndScalerChargeOneLedgerExactlyOnce) {
   // gpuvpa-updater: the shipped report-only policy; the GVPAs ask for Auto.
   std::ofstream(tmp.Path("policy.yaml")) << ShippedPolicy();
   const std::string rec_address = "127.0.0.1:" + std::to_string(rec_grpc);
-  const std::vector<std::string> mtls_to_recommender = {tmp.Path("ca.pem"), tmp.Path("client.pem"),
-                                                        tmp.Path("client.key")};
+  // Each component with its own client certificate (the names make-secrets.sh issues): the
+  // ledger service lets each append only its own rows.
+  auto mtls_as = [&](const std::string& who) {
+    return std::vector<std::string>{tmp.Path("ca.pem"), tmp.Path(who + ".pem"),
+                                    tmp.Path(who + ".key")};
+  };
+  const std::vector<std::string> mtls_to_recommender = mtls_as("gpuvpa-updater");
   // Both send their ledger rows to the recommender, over mTLS.
-  const std::vector<std::string> to_ledger = {"--ledger-service",      rec_address,
-                                              "--ledger-service-ca",   mtls_to_recommender[0],
-                                              "--ledger-service-cert", mtls_to_recommender[1],
-                                              "--ledger-service-key",  mtls_to_recommender[2]};
-  auto with_ledger = [&](std::vector<std::string> args) {
-    args.insert(args.end(), to_ledger.begin(), to_ledger.end());
+  auto with_ledger = [&](std::vector<std::string> args, const std::string& who) {
+    const std::vector<std::string> tls = mtls_as(who);
+    for (const std::string& a :
+         {std::string("--ledger-service"), rec_address, std::string("--ledger-service-ca"), tls[0],
+          std::string("--ledger-service-cert"), tls[1], std::string("--ledger-service-key"),
+          tls[2]})
+      args.push_back(a);
     return args;
   };
   pid_t updater =
@@ -377,7 +383,8 @@ TEST(EndToEndTest, RecommenderUpdaterAndScalerChargeOneLedgerExactlyOnce) {
                                          "--identity",
                                          "updater-e2e",
                                          "--log-level",
-                                         "warn"}),
+                                         "warn"},
+                                        "gpuvpa-updater"),
                             tmp.Path("updater.log"));
   ASSERT_GT(updater, 0);
 
@@ -405,7 +412,8 @@ TEST(EndToEndTest, RecommenderUpdaterAndScalerChargeOneLedgerExactlyOnce) {
                                                     "--spool",
                                                     tmp.Path("metered.spool"),
                                                     "--cache-ttl-ms",
-                                                    "100"}),
+                                                    "100"},
+                                                   "gpuvpa-scaler"),
                                        tmp.Path("scaler.log"));
   ASSERT_GT(scaler, 0);
   ASSERT_TRUE(testing::WaitForTcpPort(scaler_port, milliseconds(10000)))

@@ -48,6 +48,28 @@ TEST(FleetStoreTest, KeepsAWeekOfHourlyActivityWhateverTheSeriesOrder) {
   EXPECT_EQ(a.IdleHours(), 1);
 }
 
+// A sample stands for the time since its series' previous sample, at most one sample period:
+// a source that sends points closer together than its period (a broken or hostile exporter)
+// is charged the wall-clock time, not a period per point; two series are timed apart.
+TEST(FleetStoreTest, ChargedTimeIsTheGapToTheSeriesPreviousSampleCappedAtThePeriod) {
+  FleetStore store;  // sample period 60 s
+  const uint32_t w = TrackTestWorkload(store, "w");
+  const uint32_t a = store.TrackDevice(w, "pod-a", 0);
+  const uint32_t b = store.TrackDevice(w, "pod-a", 1);
+  for (int i = 0; i < 60; ++i)  // one minute, one point a second
+    ASSERT_EQ(store.Ingest(w, a, {kStart + i, kGiB, 0.5, false}), IngestOutcome::kAdded);
+  // The first point stands for the period before it, then 59 one-second gaps.
+  EXPECT_DOUBLE_EQ(store.state(w).allocated_gpu_seconds, 60 + 59);
+  EXPECT_DOUBLE_EQ(store.state(w).pending_allocated_gpu_seconds, 60 + 59);
+  // After a ten-minute hole the next point counts one period, never the hole.
+  ASSERT_EQ(store.Ingest(w, a, {kStart + 59 + 600, kGiB, 0.5, false}), IngestOutcome::kAdded);
+  EXPECT_DOUBLE_EQ(store.state(w).allocated_gpu_seconds, 60 + 59 + 60);
+  // Another device of the pod at the period: its own gaps.
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(store.Ingest(w, b, {kStart + 60.0 * i, kGiB, 0.5, false}), IngestOutcome::kAdded);
+  EXPECT_DOUBLE_EQ(store.state(w).allocated_gpu_seconds, 60 + 59 + 60 + 3 * 60);
+}
+
 TEST(FleetStoreTest, KeepsOnePeakPerVramWindow) {
   FleetStore store;
   const uint32_t w = TrackTestWorkload(store, "w");

@@ -467,6 +467,44 @@ TEST(PrometheusSourceRetryTest, AStopEndsThePollBeforeItsNextRequest) {
   EXPECT_EQ(throttled.requests().size(), 1u);
 }
 
+// A server that answers with points outside the asked window (a day before it, in the
+// future) has them dropped and counted: only points inside the window are ingested (and so
+// charged); the in-window ones all arrive.
+TEST(PrometheusSourceWindowTest, PointsOutsideTheAskedWindowAreNotIngested) {
+  testing::ScriptedHttpServer hostile(
+      testing::HttpBehaviour::kOk,
+      R"({"status":"success","data":{"resultType":"vector","result":[]}})");
+  const double now = std::floor(UnixNowSeconds() / 60) * 60;
+  const double from = now - 600, until = now;  // asks (from, until]: from + 60 .. until
+  std::string values;
+  for (double t : {946684800.0, from - 3600, from + 60, from + 61, from + 62, until, until + 200}) {
+    values += std::string(values.empty() ? "" : ",") + "[" +
+              std::to_string(static_cast<int64_t>(t)) + ",\"1024\"]";
+  }
+  hostile.SetBodyFor("/api/v1/label/", R"({"status":"success","data":["n1"]})");
+  hostile.SetBodyFor(
+      "/api/v1/query_range",
+      R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":)"
+      R"("DCGM_FI_DEV_FB_USED","gpu":"0","UUID":"GPU-1","Hostname":"n1","namespace":"ml",)"
+      R"("pod":"p","container":"c","modelName":"NVIDIA H100 80GB HBM3"},"values":[)" +
+          values + "]}]}}");
+  PrometheusSourceOptions options;
+  options.http.base_url = hostile.url();
+  options.step_s = 60;
+  Result<std::unique_ptr<PrometheusSource>> source = PrometheusSource::Create(options);
+  ASSERT_TRUE(source.ok()) << source.status().message();
+  std::vector<double> times;
+  const PollResult poll =
+      (*source)->Poll(from, until, [&](std::span<const LabeledSeries> batch, double) {
+        for (const LabeledSeries& s : batch)
+          for (const MetricPoint& p : s.points) times.push_back(p.time_s);
+      });
+  ASSERT_TRUE(poll.error.ok()) << poll.error.message();
+  EXPECT_EQ(times, (std::vector<double>{from + 60, from + 61, from + 62, until}));
+  EXPECT_EQ(poll.outside_window, 3u);
+  EXPECT_EQ(poll.points, 4u);
+}
+
 TEST(PrometheusSourceRetryTest, ASlowServerCostsTheTimeoutPerAttemptAndIsNamed) {
   testing::ScriptedHttpServer silent(testing::HttpBehaviour::kSilent);
   PrometheusSourceOptions options;

@@ -598,6 +598,13 @@ struct KubeApiDouble::Store {
   uint64_t uids = 0;
   std::map<std::string, KubeUser> users;
   std::map<std::string, int> interpose;
+  struct StagedLabels {
+    std::string resource;  // counted requests go to this resource
+    int requests = 0;      // let this many through first
+    std::string target;    // resource/namespace/name (Key)
+    json labels;
+  };
+  std::vector<StagedLabels> staged;
   int throttle = 0;
   std::vector<KubeRequestRecord> requests;
   int port = 0;
@@ -889,6 +896,15 @@ void KubeApiDouble::Delete(const std::string& resource, const std::string& ns,
 void KubeApiDouble::InterposeWrites(const std::string& resource, int count) {
   std::lock_guard<std::mutex> lock(store_->mu);
   store_->interpose[resource] = count;
+}
+
+void KubeApiDouble::ChangeLabelsBeforeRequest(const std::string& resource, int requests,
+                                              const std::string& target_resource,
+                                              const std::string& ns, const std::string& name,
+                                              json labels) {
+  std::lock_guard<std::mutex> lock(store_->mu);
+  store_->staged.push_back(
+      {resource, requests, Store::Key(target_resource, ns, name), std::move(labels)});
 }
 
 void KubeApiDouble::Throttle(int count) {
@@ -1362,6 +1378,20 @@ Reply Route(Store& s, const std::string& method, const std::string& path, const 
       t.subresource.empty() ? t.type->resource : t.type->resource + "/" + t.subresource;
   if (!Allowed(u->second, verb, t.type->group, resource, t.ns))
     return done(Forbidden(u->second, verb, t));
+  for (auto it = s.staged.begin(); it != s.staged.end();) {
+    if (it->resource != t.type->resource || it->requests-- > 0) {
+      ++it;
+      continue;
+    }
+    if (auto target = s.objects.find(it->target); target != s.objects.end()) {
+      json o = target->second;
+      for (auto l = it->labels.begin(); l != it->labels.end(); ++l)
+        o["metadata"]["labels"][l.key()] = l.value();
+      const std::string resource = it->target.substr(0, it->target.find('/'));
+      s.Commit(*s.TypeOfResource(resource), std::move(o), "MODIFIED");
+    }
+    it = s.staged.erase(it);
+  }
   if (method != "GET") return done(Write(s, method, t, query, content_type, body));
   const bool table = accept.find("as=Table") != std::string::npos;
   if (!t.name.empty()) {

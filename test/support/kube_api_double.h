@@ -82,6 +82,14 @@ class KubeApiDouble {
   // The next `count` writes to `resource` are preceded by another writer's change (a label
   // bump), so a client holding the old resourceVersion gets a real 409.
   void InterposeWrites(const std::string& resource, int count);
+  // Another writer's change to some object between two requests of a client: after `requests`
+  // more allowed requests (reads and writes, dry runs included) to `resource`, and before the
+  // next one, the stored object `target_resource`/`ns`/`name` gets `labels` merged into its
+  // metadata.labels (a value may be of any JSON type). For races such as a namespace labelled
+  // production between a dry run and its patch.
+  void ChangeLabelsBeforeRequest(const std::string& resource, int requests,
+                                 const std::string& target_resource, const std::string& ns,
+                                 const std::string& name, nlohmann::json labels);
   // The next `count` requests answer 429 with Retry-After: 1.
   void Throttle(int count);
   // Forgets the watch history: a watch from any older resourceVersion gets 410 Expired.

@@ -64,6 +64,11 @@ std::vector<std::string> ScriptedHttpServer::requests() const {
   return requests_;
 }
 
+void ScriptedHttpServer::SetBodyFor(const std::string& target_prefix, std::string body) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bodies_.emplace_back(target_prefix, std::move(body));
+}
+
 void ScriptedHttpServer::Serve(int fd) {
   std::string pending;
   char buf[4096];
@@ -80,15 +85,25 @@ void ScriptedHttpServer::Serve(int fd) {
     }
     const std::string head = pending.substr(0, end + 4);
     pending.erase(0, end + 4);
+    std::string body = body_;
     {
       std::lock_guard<std::mutex> lock(mu_);
       requests_.push_back(head);
+      // "GET /target HTTP/1.1": the target starts after the method.
+      const size_t space = head.find(' ');
+      const std::string target = space == std::string::npos ? "" : head.substr(space + 1);
+      size_t longest = 0;
+      for (const auto& [prefix, b] : bodies_)
+        if (target.rfind(prefix, 0) == 0 && prefix.size() >= longest) {
+          longest = prefix.size();
+          body = b;
+        }
     }
     switch (behaviour_.load()) {
       case HttpBehaviour::kOk:
       case HttpBehaviour::kOkThenClose:
         if (!SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(body_.size()) + "\r\n\r\n" + body_))
+                             std::to_string(body.size()) + "\r\n\r\n" + body))
           return;
         if (behaviour_ == HttpBehaviour::kOkThenClose) {
           ::shutdown(fd, SHUT_RDWR);

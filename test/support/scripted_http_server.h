@@ -32,6 +32,9 @@ class ScriptedHttpServer {
   int port() const { return port_; }
   std::string url() const;  // http://127.0.0.1:PORT or http://[::1]:PORT
   void set_behaviour(HttpBehaviour b) { behaviour_ = b; }
+  // kOk answers a request whose target starts with `target_prefix` (e.g. "/api/v1/query_range")
+  // with `body` instead of the default one; the longest matching prefix wins.
+  void SetBodyFor(const std::string& target_prefix, std::string body);
   std::vector<std::string> requests() const;  // request heads, in arrival order
   int connections() const { return connections_; }
 
@@ -40,6 +43,7 @@ class ScriptedHttpServer {
 
   std::atomic<HttpBehaviour> behaviour_;
   const std::string body_;
+  std::vector<std::pair<std::string, std::string>> bodies_;  // target prefix -> body, under mu_
   const bool ipv6_;
   int listen_fd_ = -1;
   int port_ = 0;

@@ -18,6 +18,13 @@ for who in server client; do
   openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem \
     -days 2 -extfile $who.ext
 done
+for who in gpuvpa-updater gpuvpa-scaler; do
+  openssl req $key -keyout $who.key -out $who.csr -subj /CN=$who
+  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 2
+done
+openssl req $key -keyout foreign-updater.key -out foreign-updater.csr -subj /CN=gpuvpa-updater
+openssl x509 -req -in foreign-updater.csr -CA other-ca.pem -CAkey other-ca.key -CAcreateserial \
+  -out foreign-updater.pem -days 2
 )";
   const std::string cmd = "cd '" + dir + "' && bash make-certs.sh >openssl.log 2>&1";
   if (std::system(cmd.c_str()) == 0) return true;

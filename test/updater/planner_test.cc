@@ -235,7 +235,7 @@ TEST(UpdaterPolicyTest, ParsesAndRefusesNamingTheField) {
   EXPECT_EQ(p->default_mode, UpdateMode::kOff);
   EXPECT_EQ(p->namespace_modes.at("ml-dev"), UpdateMode::kAuto);
   EXPECT_TRUE(p->production.Matches("live-eu", {}));
-  EXPECT_FALSE(p->production.Matches("prod-eu", {}));  // patterns replaced, not added
+  EXPECT_TRUE(p->production.Matches("prod-eu", {}));  // added to the built-in selector
   EXPECT_TRUE(p->production.Matches("x", {{"tier", "prod"}}));
   EXPECT_EQ(DecidePolicy(*p, "ml-dev", "Deployment", "x").mode, UpdateMode::kOff);
   EXPECT_TRUE(DecidePolicy(*p, "ml-dev", "Deployment", "x").opted_out);
@@ -254,6 +254,57 @@ TEST(UpdaterPolicyTest, ParsesAndRefusesNamingTheField) {
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.status().message().find("a key is not a string"), std::string::npos);
   EXPECT_FALSE(ParseUpdaterPolicy("namespaces: {? [x]: Auto}\n").ok());
+}
+
+// Configuration widens the production selector and never narrows it; an empty selector, an
+// empty list or an entry that matches nothing usable is refused at start, naming the field.
+TEST(UpdaterPolicyTest, AnEmptyOrInvalidProductionSelectorIsAConfigurationError) {
+  for (const char* text :
+       {"production:\n", "production: {}\n", "production: {label_values: []}\n",
+        "production: {name_words: ['']}\n", "production: {name_patterns: ['*']}\n",
+        "production: {namespace_label: {key: '', values: [prod]}}\n",
+        "production: {namespace_label: {key: env, values: []}}\n",
+        "production: {label_keys: stage}\n", "production: {labels: [x]}\n"}) {
+    Result<UpdaterPolicy> p = ParseUpdaterPolicy(text);
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_NE(p.status().message().find("production"), std::string::npos)
+        << text << " -> " << p.status().message();
+  }
+  Result<UpdaterPolicy> wider = ParseUpdaterPolicy(
+      "production: {label_keys: [stage], label_values: [live], name_words: [live], "
+      "name_patterns: ['pay-*']}\n");
+  ASSERT_TRUE(wider.ok()) << wider.status().message();
+  EXPECT_TRUE(wider->production.Matches("x", {{"stage", "LIVE"}}));
+  EXPECT_TRUE(wider->production.Matches("x", {{"environment", "prod"}}));  // built in stays
+  EXPECT_TRUE(wider->production.Matches("eu-live", {}));
+  EXPECT_TRUE(wider->production.Matches("pay-eu", {}));
+  EXPECT_TRUE(wider->production.Matches("prd-pay", {}));
+  EXPECT_FALSE(wider->production.Matches("payments", {}));
+  // A selector emptied in code (not through a file) is refused where it is used.
+  ProductionSelector empty;
+  empty.label_values.clear();
+  EXPECT_FALSE(empty.Validate().ok());
+  EXPECT_TRUE(ProductionSelector().Validate().ok());
+}
+
+TEST(UpdaterPolicyTest, ProductionWordsValuesAndOptOutSpellings) {
+  const ProductionSelector p;
+  for (const char* name : {"prod", "prd-pay", "production-eu", "eu-prod2", "a.prod.b", "x_prd"})
+    EXPECT_TRUE(p.Matches(name, {})) << name;
+  for (const char* name : {"prodigy", "nonprod", "reproduce", "products", "prdx", "ml-dev"})
+    EXPECT_FALSE(p.Matches(name, {})) << name;
+  EXPECT_TRUE(p.Matches("x", {{"Env", "pRoD"}}));
+  EXPECT_TRUE(p.Matches("x", {{"tier", std::string(kNonStringLabelValue)}}));
+  EXPECT_FALSE(p.Matches("x", {{"owner", std::string(kNonStringLabelValue)}}));
+  EXPECT_EQ(p.Why("x", {{"environment", "Production"}}), "label environment=Production");
+  for (const char* yes : {"true", "True", "TRUE", "yes", "Y", "on", "1", "maybe"})
+    EXPECT_TRUE(OptOutValue(yes)) << yes;
+  for (const char* no : {"false", "False", "NO", "off", "0", "", " false "})
+    EXPECT_FALSE(OptOutValue(no)) << no;
+  // The offline policy reads the same spellings.
+  UpdaterPolicy policy;
+  policy.workload_annotations["ml/Deployment/x"] = {{"gpuvpa.io/opt-out", "Yes"}};
+  EXPECT_TRUE(DecidePolicy(policy, "ml", "Deployment", "x").opted_out);
 }
 
 TEST(UpdaterPolicyTest, GlobMatchesStarsOnly) {

@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "core/base/time_format.h"
 #include "core/gpu/gpu_allocation.h"
@@ -112,6 +114,7 @@ class UpdaterKubeTest : public ::testing::Test {
     o.lease.identity = "updater-test";
     o.limits = limits;
     o.report_dir = report_dir;
+    o.change_key_file = change_key_file_;
     Result<GpuvpaConfig> config = LoadConfigFile("");
     EXPECT_TRUE(config.ok());
     auto d = UpdaterDaemon::Create(o, *config, std::move(policy), std::move(client).value());
@@ -154,6 +157,7 @@ class UpdaterKubeTest : public ::testing::Test {
   KubeTestCluster cluster_;
   std::string recs_path_ = cluster_.dir().Path("recs.json");
   std::string ledger_path_ = cluster_.dir().Path("ledger.db");
+  std::string change_key_file_;
 };
 
 TEST_F(UpdaterKubeTest, DryRunThenPatchInNonProductionOnlyWithLedgerAndEvents) {
@@ -396,14 +400,18 @@ TEST_F(UpdaterKubeTest, PodsOlderThanTheChangeDoNotRollItBack) {
 }
 
 // A production namespace as the product defines it, written here independently of the policy
-// code: label environment in {production, prod}, or a name prod, production, prod-*, *-prod,
-// *-production.
+// code: label environment in {production, prod, prd} (any case), or a name with one of the
+// words prod, production, prd (each maybe followed by digits) between dashes.
 bool IsProduction(const std::string& ns, const std::string& environment) {
-  auto ends = [&](const std::string& s) {
-    return ns.size() >= s.size() && ns.compare(ns.size() - s.size(), s.size(), s) == 0;
-  };
-  return environment == "production" || environment == "prod" || ns == "prod" ||
-         ns == "production" || ns.rfind("prod-", 0) == 0 || ends("-prod") || ends("-production");
+  std::string env = environment;
+  for (char& c : env) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (env == "production" || env == "prod" || env == "prd") return true;
+  std::stringstream parts(ns);
+  for (std::string part; std::getline(parts, part, '-');) {
+    while (!part.empty() && std::isdigit(static_cast<unsigned char>(part.back()))) part.pop_back();
+    if (part == "prod" || part == "production" || part == "prd") return true;
+  }
+  return false;
 }
 
 TEST_F(UpdaterKubeTest, ProductionIsNeverPatchedOverAThousandRandomWorkloadsAndPolicies) {
@@ -595,6 +603,287 @@ TEST_F(UpdaterKubeTest, DemoFleetAsKubectlGetGvpaShowsIt) {
     }
   }
   EXPECT_GT(s->applied, 0u);
+}
+
+// Namespace shapes for the production guard: label keys and values in every spelling, labels of
+// the wrong JSON type (read as production: fail closed), names with the words prod, production
+// and prd, and near misses that are not production.
+struct NamespaceShape {
+  std::string name;
+  json labels;
+  bool production;
+};
+
+std::vector<NamespaceShape> NamespaceShapes() {
+  return {
+      {"team-a", {{"environment", "production"}}, true},
+      {"team-b", {{"environment", "Production"}}, true},
+      {"team-c", {{"environment", "PROD"}}, true},
+      {"team-d", {{"env", "production"}}, true},
+      {"team-e", {{"Environment", "prod"}}, true},
+      {"team-f", {{"tier", "prd"}}, true},
+      {"team-g", {{"env", "Prd"}}, true},
+      {"team-h", {{"ENV", "PRODUCTION"}}, true},
+      {"team-i", {{"environment", json::array({"production"})}}, true},
+      {"team-j", {{"env", 1}}, true},
+      {"team-k", {{"tier", json::object()}}, true},
+      {"team-l", {{"environment", nullptr}}, true},
+      {"team-m", {{"environment", true}}, true},
+      {"team-n", {{"environment", json::array({"dev"})}}, true},
+      {"team-o", {{"environment", "dev"}, {"tier", "prod"}}, true},
+      {"prod", {}, true},
+      {"production", {}, true},
+      {"prd", {}, true},
+      {"prod-eu", {}, true},
+      {"production-eu", {}, true},
+      {"prd-pay", {}, true},
+      {"payments-prod", {}, true},
+      {"eu-production", {}, true},
+      {"pay-prd", {}, true},
+      {"eu-prod-2", {}, true},
+      {"prod2", {}, true},
+      {"prd01-x", {}, true},
+      {"a-prod-b", {}, true},
+      {"ml-prod3-b", {{"environment", "dev"}}, true},
+      {"dev", {}, false},
+      {"staging", {{"environment", "staging"}}, false},
+      {"prodigy", {}, false},
+      {"nonprod", {}, false},
+      {"reproduce", {}, false},
+      {"products", {}, false},
+      {"ml-dev2", {{"environment", "dev"}}, false},
+      {"team-p", {{"env", "development"}}, false},
+      {"team-q", {{"owner", "production"}}, false},
+      {"team-r", {{"environment", "preprod"}}, false},
+      {"team-s", {{"tier", "frontend"}}, false},
+      {"team-t", {{"unrelated", json::array()}}, false},
+      {"prdx", {}, false},
+      {"sprod", {}, false},
+      {"team-u", {}, false},
+  };
+}
+
+// What the test writes into the change-key file, and an applied-change annotation of a change
+// made a minute ago from one whole GPU to MIG 1g.20gb, signed under `key`.
+const std::string kChangeKey(48, 'k');
+
+AppliedChange MinuteOldChange(const std::string& ns, const std::string& name) {
+  AppliedChange c;
+  c.id = "apply:" + ns + "/Deployment/" + name + "/main:test";
+  c.container = "main";
+  c.from_allocation = "nvidia.com/gpu=1";
+  c.to_allocation = "nvidia.com/mig-1g.20gb=1";
+  c.from_model = c.to_model = "H100-80GB";
+  c.applied_at_s = UnixNowSeconds() - 60;
+  c.to_vram_capacity_bytes = 19968.0 * 1024 * 1024;
+  c.monthly_before = 5'022'400'000;
+  c.monthly_after = 1'255'600'000;
+  c.cost_center = "team";
+  c.previous_resources = {{"limits", {{"nvidia.com/gpu", "1"}}},
+                          {"requests", {{"nvidia.com/gpu", "1"}}}};
+  c.previous_node_selector = nullptr;
+  return c;
+}
+
+// Writes of any kind (dry runs included) the double saw to workloads of namespace `ns`.
+std::vector<std::string> WorkloadWrites(const testing::KubeApiDouble& api, const std::string& ns,
+                                        const std::string& name = "") {
+  std::vector<std::string> writes;
+  for (const auto& r : api.requests()) {
+    if (r.method == "GET") continue;
+    for (const char* kind : {"/deployments/", "/statefulsets/"}) {
+      const std::string prefix = "/apis/apps/v1/namespaces/" + ns + kind + name;
+      if (r.path.starts_with(prefix))
+        writes.push_back(r.method +
+                         (r.query.find("dryRun=All") != std::string::npos ? " dry-run" : "") + " " +
+                         r.path + " " + std::to_string(r.status));
+    }
+  }
+  return writes;
+}
+
+class ProductionGuardTest : public UpdaterKubeTest {
+ protected:
+  void SetUp() override {
+    UpdaterKubeTest::SetUp();
+    change_key_file_ = cluster_.dir().Path("change.key");
+    std::ofstream(change_key_file_) << kChangeKey << "\n";
+  }
+
+  // A Deployment the updater changed a minute ago (annotation `change`, limits at the MIG
+  // slice), its GVPA in `mode`, and a new pod of it in CrashLoopBackOff: a rollback is due.
+  void SeedFailedChange(const std::string& ns, const std::string& name, const json& annotation,
+                        const std::string& mode = "Auto") {
+    json w =
+        KubeTestCluster::Workload("Deployment", ns, name, "main", "nvidia.com/mig-1g.20gb", "1");
+    w["metadata"]["annotations"][kAppliedChangeAnnotation] = annotation.dump();
+    cluster_.api().Seed(w);
+    cluster_.api().Seed(KubeTestCluster::Gvpa(ns, name, "Deployment", name, mode));
+    json pod = KubeTestCluster::Pod(ns, name + "-5c8b", name, "main");
+    pod["status"]["containerStatuses"][0]["state"] = {
+        {"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 40s restarting"}}}};
+    cluster_.api().Seed(pod);
+  }
+
+  ChangeLimits Unlimited() {
+    ChangeLimits limits;
+    limits.per_cluster_per_hour = 1000000;
+    limits.per_namespace_per_hour = 1000000;
+    return limits;
+  }
+};
+
+// Every shape through apply (an Auto GVPA with a change to make) and rollback (a failed change
+// with a valid signature): zero writes in every production namespace, counted at the double;
+// every non-production namespace is both patched and rolled back (the guard is not vacuous).
+TEST_F(ProductionGuardTest, ZeroWritesInEveryProductionShapeThroughApplyAndRollback) {
+  const std::vector<NamespaceShape> shapes = NamespaceShapes();
+  ASSERT_GE(shapes.size(), 40u);
+  std::vector<v1::Recommendation> recs;
+  size_t production = 0;
+  for (const NamespaceShape& shape : shapes) {
+    // String labels are seeded; values of other JSON types are set raw before the first read
+    // (the double, like the API, validates what is created).
+    json strings = json::object();
+    for (auto it = shape.labels.begin(); it != shape.labels.end(); ++it)
+      if (it->is_string()) strings[it.key()] = *it;
+    cluster_.api().Seed(KubeTestCluster::Namespace(shape.name, strings));
+    if (strings.size() != shape.labels.size())
+      cluster_.api().ChangeLabelsBeforeRequest("namespaces", 0, "namespaces", "", shape.name,
+                                               shape.labels);
+    Seed(shape.name, strings, "apply", "Auto");
+    recs.push_back(Rec(shape.name, "apply"));
+    SeedFailedChange(shape.name, "changed",
+                     MinuteOldChange(shape.name, "changed").ToSignedJson(kChangeKey));
+    production += shape.production;
+  }
+  WriteRecs(recs_path_, recs);
+  auto d = Daemon(kUpdaterToken, {}, Unlimited());
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->failed, 0u) << ::testing::PrintToString(s->messages);
+  for (const NamespaceShape& shape : shapes) {
+    SCOPED_TRACE(shape.name + " " + shape.labels.dump());
+    const std::vector<std::string> writes = WorkloadWrites(cluster_.api(), shape.name);
+    if (shape.production) {
+      EXPECT_TRUE(writes.empty()) << ::testing::PrintToString(writes);
+      EXPECT_EQ(Limits(shape.name, "apply"), (json{{"nvidia.com/gpu", "1"}}));
+      EXPECT_EQ(Limits(shape.name, "changed"), (json{{"nvidia.com/mig-1g.20gb", "1"}}));
+    } else {
+      EXPECT_EQ(writes.size(), 3u) << ::testing::PrintToString(writes);  // dry run, patch, undo
+      EXPECT_EQ(Limits(shape.name, "apply"), (json{{"nvidia.com/mig-1g.20gb", "1"}}));
+      EXPECT_EQ(Limits(shape.name, "changed"), (json{{"nvidia.com/gpu", "1"}}));
+    }
+  }
+  EXPECT_EQ(s->applied, shapes.size() - production);
+  EXPECT_EQ(s->rolled_back, shapes.size() - production);
+  // Each withheld rollback says why.
+  std::string all;
+  for (const std::string& m : s->messages) all += m + "\n";
+  EXPECT_NE(all.find("team-i/changed: rollback due"), std::string::npos) << all;
+  EXPECT_NE(all.find("label environment is not a string"), std::string::npos) << all;
+}
+
+// The label is read again immediately before each write: a namespace labelled production after
+// the dry run was accepted, or during conflict retries, is not patched.
+TEST_F(ProductionGuardTest, ANamespaceLabelledProductionBeforeThePatchIsNotPatched) {
+  // After the dry run's Event, before the patch.
+  cluster_.api().ChangeLabelsBeforeRequest("events", 0, "namespaces", "", "ml-dev",
+                                           {{"environment", "Production"}});
+  auto d = Daemon(kUpdaterToken, {}, Unlimited());
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->applied, 0u) << ::testing::PrintToString(s->messages);
+  std::vector<std::string> writes = WorkloadWrites(cluster_.api(), "ml-dev");
+  ASSERT_EQ(writes.size(), 1u) << ::testing::PrintToString(writes);
+  EXPECT_TRUE(writes[0].starts_with("PATCH dry-run")) << writes[0];
+  EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/gpu", "1"}}));
+  EXPECT_NE(::testing::PrintToString(s->messages).find("label environment=Production"),
+            std::string::npos)
+      << ::testing::PrintToString(s->messages);
+}
+
+TEST_F(ProductionGuardTest, ANamespaceLabelledProductionDuringConflictRetriesIsNotPatched) {
+  // ml-dev's requests to deployments: the rollback check's read, the apply's read, its dry run
+  // (answered 409: another writer came first); before the re-read, ml-dev becomes production.
+  cluster_.api().InterposeWrites("deployments", 1);
+  cluster_.api().ChangeLabelsBeforeRequest("deployments", 3, "namespaces", "", "ml-dev",
+                                           {{"env", "PROD"}});
+  auto d = Daemon(kUpdaterToken, {}, Unlimited());
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->applied, 0u) << ::testing::PrintToString(s->messages);
+  const std::vector<std::string> writes = WorkloadWrites(cluster_.api(), "ml-dev");
+  ASSERT_EQ(writes.size(), 1u) << ::testing::PrintToString(writes);
+  EXPECT_NE(writes[0].find(" 409"), std::string::npos) << writes[0];
+  EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/gpu", "1"}}));
+}
+
+// A rollback restores only what an updater signed, only in Auto.
+TEST_F(ProductionGuardTest, RollbackRestoresOnlySignedValuesAndOnlyInAuto) {
+  AppliedChange forged = MinuteOldChange("ml-dev", "forged");
+  forged.previous_resources = {{"limits", {{"nvidia.com/gpu", "8"}, {"cpu", "64"}}}};
+  SeedFailedChange("ml-dev", "forged", forged.ToJson());  // no signature
+  SeedFailedChange("ml-dev", "other-key",
+                   MinuteOldChange("ml-dev", "other-key").ToSignedJson(std::string(40, 'x')));
+  json edited = MinuteOldChange("ml-dev", "edited").ToSignedJson(kChangeKey);
+  edited["previousResources"]["limits"]["nvidia.com/gpu"] = "8";
+  SeedFailedChange("ml-dev", "edited", edited);
+  SeedFailedChange("ml-dev", "mode-off",
+                   MinuteOldChange("ml-dev", "mode-off").ToSignedJson(kChangeKey), "Off");
+  SeedFailedChange("ml-dev", "mode-report",
+                   MinuteOldChange("ml-dev", "mode-report").ToSignedJson(kChangeKey), "Report");
+  SeedFailedChange("ml-dev", "good", MinuteOldChange("ml-dev", "good").ToSignedJson(kChangeKey));
+  auto d = Daemon(kUpdaterToken, {}, Unlimited());
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::string all;
+  for (const std::string& m : s->messages) all += m + "\n";
+  for (const char* name : {"forged", "other-key", "edited", "mode-off", "mode-report"}) {
+    EXPECT_TRUE(WorkloadWrites(cluster_.api(), "ml-dev", name).empty()) << name;
+    EXPECT_EQ(Limits("ml-dev", name), (json{{"nvidia.com/mig-1g.20gb", "1"}})) << name;
+  }
+  EXPECT_NE(all.find("ml-dev/forged: rollback check: deployments.apps ml-dev/forged"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("no signature"), std::string::npos) << all;
+  EXPECT_NE(all.find("ml-dev/edited: rollback check"), std::string::npos) << all;
+  EXPECT_NE(all.find("the signature does not verify"), std::string::npos) << all;
+  EXPECT_NE(all.find("ml-dev/mode-off: rollback due"), std::string::npos) << all;
+  EXPECT_NE(all.find("mode Off: not rolled back"), std::string::npos) << all;
+  EXPECT_NE(all.find("mode Report: not rolled back"), std::string::npos) << all;
+  // The signed change in Auto is rolled back: the guard is not refusing everything.
+  EXPECT_EQ(s->rolled_back, 1u) << all;
+  EXPECT_EQ(Limits("ml-dev", "good"), (json{{"nvidia.com/gpu", "1"}}));
+}
+
+// The opt-out annotation holds on the workload and on its pod template, in any boolean
+// spelling; a recognised false does not opt out.
+TEST_F(ProductionGuardTest, OptOutOnTheWorkloadOrItsPodTemplateInAnySpelling) {
+  std::vector<v1::Recommendation> recs;
+  const std::vector<std::tuple<std::string, std::string, std::string, bool>> cases = {
+      {"tmpl-true", "template", "True", true}, {"tmpl-yes", "template", "yes", true},
+      {"wl-on", "workload", "ON", true},       {"wl-1", "workload", "1", true},
+      {"wl-odd", "workload", "maybe", true},   {"wl-false", "workload", "False", false},
+      {"tmpl-no", "template", "no", false},
+  };
+  for (const auto& [name, where, value, opted_out] : cases) {
+    json w = KubeTestCluster::Workload("Deployment", "ml-dev", name, "main", "nvidia.com/gpu", "1");
+    json& metadata = where == "template" ? w["spec"]["template"]["metadata"] : w["metadata"];
+    metadata["annotations"]["gpuvpa.io/opt-out"] = value;
+    cluster_.api().Seed(w);
+    cluster_.api().Seed(KubeTestCluster::Gvpa("ml-dev", name, "Deployment", name, "Auto"));
+    recs.push_back(Rec("ml-dev", name));
+  }
+  WriteRecs(recs_path_, recs);
+  auto d = Daemon(kUpdaterToken, {}, Unlimited());
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  for (const auto& [name, where, value, opted_out] : cases) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(WorkloadWrites(cluster_.api(), "ml-dev", name).empty(), opted_out);
+    EXPECT_EQ(Limits("ml-dev", name).contains("nvidia.com/gpu"), opted_out);
+  }
 }
 
 }  // namespace

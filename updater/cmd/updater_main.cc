@@ -74,6 +74,10 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app->add_option("--spool", o.spool_path,
                   "rows the ledger (service) refuses wait in this file, fsync'd, and are moved "
                   "to it once it answers (default: none)");
+  app->add_option("--change-key-file", o.change_key_file,
+                  "key (at least 32 bytes; a mounted Secret, the same for every replica) that "
+                  "signs the applied-change annotation: a rollback restores only signed values")
+      ->check(CLI::ExistingFile);
   app->add_option("--report-dir", o.report_dir, "write the owner reports into this directory");
   app->add_option("--report-format", o.report_formats, "report formats: html,md,json,csv");
   app->add_option("--report-interval", o.report_interval_s, "seconds between report writes")

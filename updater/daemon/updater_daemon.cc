@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/base/atomic_file.h"
+#include "core/base/hmac.h"
 #include "core/base/time_format.h"
 #include "core/cost/ledger_rpc.h"
 #include "core/gpu/gpu_catalog.h"
@@ -56,6 +57,7 @@ Result<std::unique_ptr<UpdaterDaemon>> UpdaterDaemon::Create(UpdaterDaemonOption
   if (options.lease.identity.empty())
     return InvalidArgumentError("the lease identity (--identity) is empty");
   if (!(options.interval_s > 0)) return InvalidArgumentError("--interval must be positive");
+  if (Status s = policy.production.Validate(); !s.ok()) return s;
   if (!options.report_dir.empty()) {
     if (Result<ReportFormats> f = ParseFormats(options.report_formats); !f.ok()) return f.status();
     std::error_code ec;
@@ -64,6 +66,18 @@ Result<std::unique_ptr<UpdaterDaemon>> UpdaterDaemon::Create(UpdaterDaemonOption
   }
   std::unique_ptr<UpdaterDaemon> d(new UpdaterDaemon(std::move(options), std::move(config),
                                                      std::move(policy), std::move(client)));
+  if (!d->options_.change_key_file.empty()) {
+    Result<std::string> key = ReadKeyFile(d->options_.change_key_file);
+    if (!key.ok()) return key.status();
+    d->change_key_ = std::move(key).value();
+  } else {
+    Result<std::string> key = RandomBytes(32);
+    if (!key.ok()) return key.status();
+    d->change_key_ = std::move(key).value();
+    spdlog::warn(
+        "no --change-key-file: this process signs its changes with a key of its own; changes "
+        "made by other replicas or earlier runs will not be rolled back by it");
+  }
   if (!d->options_.ledger_path.empty() && !d->options_.ledger_service.address.empty())
     return InvalidArgumentError("--ledger and --ledger-service: rows go to one of them");
   if (!d->options_.ledger_path.empty()) {
@@ -191,15 +205,17 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
     const v1::WorkloadIdentity& id = r.identity();
     by_workload[WorkloadKey(id.namespace_name(), id.owner_kind(), id.owner_name())].push_back(&r);
   }
-  ChangeContext ctx{*client_, ledger_.get(),           policy_,
-                    limiter_, options_.lease.identity, options_.limits.max_conflict_retries};
+  ChangeContext ctx{*client_,   ledger_.get(),           policy_,
+                    limiter_,   options_.lease.identity, options_.limits.max_conflict_retries,
+                    change_key_};
   std::map<std::string, Labels> namespace_labels;
   std::vector<PlannedAction> all_actions;
   std::set<std::string> covered;
 
   // Plans, rolls back and applies one workload's containers; returns the actions.
-  auto handle = [&](const std::string& ns, const std::string& kind, const std::string& name,
-                    UpdateMode mode, const Gvpa* gvpa, GvpaStatusInput* status) -> Status {
+  auto handle_workload = [&](const std::string& ns, const std::string& kind,
+                             const std::string& name, UpdateMode mode, const Gvpa* gvpa,
+                             GvpaStatusInput* status) -> Status {
     Result<Labels> labels = NamespaceLabels(ns, namespace_labels);
     if (!labels.ok()) return labels.status();
     UpdaterPolicy policy = policy_;
@@ -215,11 +231,17 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
         if (r->identity().container() == container) return r;
       return nullptr;
     };
-    Result<RollbackOutcome> rb =
-        CheckRollback(ctx, ns, kind, name, current_of, options_.rollback_window_s, now_s);
+    // The mode this workload is under (a production namespace is never Auto); the guard is
+    // taken again at the write itself.
+    const PolicyDecision decided = DecidePolicy(policy, ns, kind, name);
+    Result<RollbackOutcome> rb = CheckRollback(ctx, decided.mode, ns, kind, name, current_of,
+                                               options_.rollback_window_s, now_s);
     if (!rb.ok()) {
       ++summary.failed;
       summary.messages.push_back(ns + "/" + name + ": rollback check: " + rb.status().message());
+    } else if (!rb->withheld.empty()) {
+      summary.messages.push_back(ns + "/" + name + ": rollback due (" + rb->reason +
+                                 ") but withheld: " + rb->withheld + " (" + decided.reason + ")");
     } else if (rb->rolled_back) {
       ++summary.rolled_back;
       summary.messages.push_back(ns + "/" + name + ": rolled back: " + rb->reason);
@@ -280,6 +302,18 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
       all_actions.push_back(std::move(a));
     }
     return OkStatus();
+  };
+
+  // An API answer of an unexpected shape for one object ends that object's handling, not the
+  // cycle: the other workloads are still handled.
+  auto handle = [&](const std::string& ns, const std::string& kind, const std::string& name,
+                    UpdateMode mode, const Gvpa* gvpa, GvpaStatusInput* status) -> Status {
+    try {
+      return handle_workload(ns, kind, name, mode, gvpa, status);
+    } catch (const nlohmann::json::exception& e) {
+      return InternalError(kind + " " + ns + "/" + name +
+                           ": an API object of an unexpected shape: " + e.what());
+    }
   };
 
   std::vector<std::string> keys;

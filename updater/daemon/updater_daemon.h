@@ -56,6 +56,10 @@ struct UpdaterDaemonOptions {
   // A rolled-back workload waits for this much more history (or a new OOM) before a new change.
   double rollback_hold_s = 24 * 3600;
   ChangeLimits limits;
+  // The key (a mounted Secret, at least 32 bytes) that signs the applied-change annotation so
+  // that a rollback restores only what an updater wrote. Every replica needs the same key; with
+  // none, each process makes its own and refuses to roll back other processes' changes.
+  std::string change_key_file;
 };
 
 struct CycleSummary {
@@ -96,6 +100,7 @@ class UpdaterDaemon {
   UpdaterDaemonOptions options_;
   GpuvpaConfig config_;
   UpdaterPolicy policy_;
+  std::string change_key_;
   std::unique_ptr<KubeClient> client_;
   std::mutex elector_mu_;
   LeaderElector elector_;

@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "core/base/hmac.h"
+#include "core/base/names.h"
 #include "core/base/time_format.h"
 #include "core/gpu/gpu_allocation.h"
 #include "recommender/model/fleet_store.h"
@@ -20,6 +22,8 @@ namespace {
 
 // A cap on an Event's message (the API limits it to 1 KiB after its own truncation).
 constexpr size_t kMaxEventMessage = 1000;
+// A cap on a message in a ledger row's evidence (the ledger takes at most 64 KiB).
+constexpr size_t kMaxEvidenceMessage = 4096;
 
 std::string WorkloadName(const PlannedAction& a) {
   const v1::WorkloadIdentity& id = a.evidence.identity();
@@ -60,7 +64,7 @@ std::string FailureOf(const json& pod, const std::string& container) {
       if (ContainsNoCase(message, "CUDA out of memory") ||
           ContainsNoCase(message, "CUDA_ERROR_OUT_OF_MEMORY"))
         return "CUDA OOM in pod " + pod["metadata"].value("name", "") + ": " +
-               message.substr(0, 200);
+               SanitizeText(message, 200);
       if (terminated.value("reason", "") == "OOMKilled")
         return "container " + container + " of pod " + pod["metadata"].value("name", "") +
                " was OOMKilled";
@@ -88,7 +92,9 @@ LedgerAction Row(const PlannedAction& a, const std::string& step, ActionKind kin
   row.after = a.to_allocation;
   row.monthly_before = a.monthly_before;
   row.monthly_after = a.monthly_after;
-  row.evidence_json = json{{"step", step}, {"message", message}}.dump();
+  // The message may quote the API (or a proxy in front of it): bounded, valid UTF-8.
+  row.evidence_json =
+      json{{"step", step}, {"message", SanitizeText(message, kMaxEvidenceMessage)}}.dump();
   return row;
 }
 
@@ -133,6 +139,16 @@ Result<json> ReadAndPatch(ChangeContext& ctx, const KubeResource& r, const std::
   for (int attempt = 0; attempt <= ctx.max_conflict_retries; ++attempt) {
     Result<json> current = ctx.client.Get(r, ns, name);
     if (!current.ok()) return current.status();
+    // The guard, immediately before each write (the dry run, the patch, every retry).
+    auto refused = [&]() -> Result<bool> {
+      Result<std::string> why = WriteRefusal(ctx, ns, *current);
+      if (!why.ok()) return why.status();
+      *nothing_reason = *why;
+      return !why->empty();
+    };
+    Result<bool> no = refused();
+    if (!no.ok()) return no.status();
+    if (*no) return *current;
     Result<PatchAttempt> made = build(*current);
     if (!made.ok()) return made.status();
     if (made->patch.is_null()) {
@@ -148,6 +164,10 @@ Result<json> ReadAndPatch(ChangeContext& ctx, const KubeResource& r, const std::
       if (!checked.ok() && checked.status().code() == StatusCode::kAborted) continue;
       if (!checked.ok()) return checked.status();
       after_dry_run(*current);
+      // Again between the dry run and the patch: labels may have changed meanwhile.
+      no = refused();
+      if (!no.ok()) return no.status();
+      if (*no) return *current;
     }
     KubeWriteOptions real;
     real.field_manager = "gpuvpa-updater";
@@ -251,14 +271,62 @@ Result<AppliedChange> AppliedChange::FromJson(const json& j) {
   return c;
 }
 
+json AppliedChange::ToSignedJson(std::string_view key) const {
+  json j = ToJson();
+  j["signature"] = HmacSha256Hex(key, j.dump());
+  return j;
+}
+
+Result<AppliedChange> AppliedChange::FromSignedJson(const json& j, std::string_view key) {
+  if (!j.is_object() || !j.contains("signature") || !j["signature"].is_string())
+    return InvalidArgumentError(std::string("annotation ") + kAppliedChangeAnnotation +
+                                ": no signature; not a change this updater recorded");
+  json unsigned_part = j;
+  unsigned_part.erase("signature");
+  if (!HmacSha256Verifies(key, unsigned_part.dump(), j["signature"].get<std::string>()))
+    return InvalidArgumentError(std::string("annotation ") + kAppliedChangeAnnotation +
+                                ": the signature does not verify (edited, or written under "
+                                "another key); its values are not restored");
+  return FromJson(unsigned_part);
+}
+
 Result<Labels> ReadNamespaceLabels(KubeClient& client, const std::string& ns) {
   Result<json> object = client.Get(kube::kNamespaces, "", ns);
   if (!object.ok()) return object.status();
+  const json metadata = object->value("metadata", json::object());
+  const json l = metadata.is_object() ? metadata.value("labels", json::object()) : json();
+  if (!l.is_object())
+    return InvalidArgumentError("namespace " + ns +
+                                ": metadata.labels is not an object; nothing is written there");
   Labels labels;
-  const json l = (*object)["metadata"].value("labels", json::object());
   for (auto it = l.begin(); it != l.end(); ++it)
-    if (it->is_string()) labels[it.key()] = it->get<std::string>();
+    labels[it.key()] = it->is_string() ? it->get<std::string>() : std::string(kNonStringLabelValue);
   return labels;
+}
+
+Result<std::string> WriteRefusal(ChangeContext& ctx, const std::string& ns, const json& workload) {
+  Result<Labels> labels = ReadNamespaceLabels(ctx.client, ns);
+  if (!labels.ok()) return labels.status();
+  if (std::string why = ctx.policy.production.Why(ns, *labels); !why.empty())
+    return "namespace " + ns + " is production (" + why + "): never patched";
+  const std::string& key = ctx.policy.opt_out_annotation;
+  const json metadata = workload.value("metadata", json::object());
+  const json spec = workload.value("spec", json::object());
+  const json template_metadata =
+      spec.is_object() ? spec.value("template", json::object()).value("metadata", json::object())
+                       : json::object();
+  for (auto [where, m] : {std::pair<const char*, const json*>{"", &metadata},
+                          {"pod template ", &template_metadata}}) {
+    if (!m->is_object()) continue;
+    const json annotations = m->value("annotations", json::object());
+    if (!annotations.is_object() || !annotations.contains(key)) continue;
+    const json& value = annotations[key];
+    // An annotation of another JSON type than a string opts out (fail closed).
+    if (!value.is_string() || OptOutValue(value.get<std::string>()))
+      return workload.value("kind", std::string("workload")) + " " +
+             metadata.value("name", std::string()) + " opted out (" + where + key + ")";
+  }
+  return std::string();
 }
 
 Status RecordEvent(KubeClient& client, const json& object, const std::string& type,
@@ -279,7 +347,7 @@ Status RecordEvent(KubeClient& client, const json& object, const std::string& ty
         {"uid", m.value("uid", "")},
         {"resourceVersion", m.value("resourceVersion", "")}}},
       {"reason", reason},
-      {"message", message.substr(0, kMaxEventMessage)},
+      {"message", SanitizeText(message, kMaxEventMessage)},
       {"type", type},
       {"count", 1},
       {"firstTimestamp", now},
@@ -305,13 +373,8 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, do
     return refuse(id.owner_kind() + " " + id.owner_name() +
                   " is not patched (only Deployments and StatefulSets; a Job's pod template is "
                   "immutable, a bare Pod is never changed)");
-  // The cluster's word on the namespace, whatever the plan says.
-  // Read again at the moment of patching, whatever the caller saw earlier in its cycle.
-  Result<Labels> labels = ReadNamespaceLabels(ctx.client, ns);
-  if (!labels.ok()) return labels.status();
-  if (ctx.policy.production.Matches(ns, *labels))
-    return refuse("namespace " + ns + " is production: never patched");
-
+  // The cluster's word on the namespace and the workload, whatever the plan says, is read
+  // again immediately before each write (ReadAndPatch: WriteRefusal).
   Result<GpuAllocation> from = ParseGpuAllocation(a.from_allocation);
   Result<GpuAllocation> to = ParseGpuAllocation(a.to_allocation);
   if (!from.ok()) return from.status();
@@ -335,10 +398,6 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, do
   change.cuda_oom_count = a.evidence.cuda_oom_count();
 
   auto build = [&](const json& w) -> Result<PatchAttempt> {
-    const json annotations = w["metadata"].value("annotations", json::object());
-    if (annotations.value(ctx.policy.opt_out_annotation, "") == "true")
-      return PatchAttempt{nullptr, id.owner_kind() + " " + id.owner_name() + " opted out (" +
-                                       ctx.policy.opt_out_annotation + ")"};
     const json pod_spec = w.value("spec", json::object())
                               .value("template", json::object())
                               .value("spec", json::object());
@@ -363,9 +422,10 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, do
     change.previous_resources = resources;
     change.previous_node_selector = node_selector;
     (*c)["resources"] = ReplaceResource(resources, old_request, new_request);
-    json patch = {
-        {"metadata", {{"annotations", {{kAppliedChangeAnnotation, change.ToJson().dump()}}}}},
-        {"spec", {{"template", {{"spec", {{"containers", containers}}}}}}}};
+    json patch = {{"metadata",
+                   {{"annotations",
+                     {{kAppliedChangeAnnotation, change.ToSignedJson(ctx.change_key).dump()}}}}},
+                  {"spec", {{"template", {{"spec", {{"containers", containers}}}}}}}};
     if (model_change)
       patch["spec"]["template"]["spec"]["nodeSelector"] = {
           {kGpuProductLabel, ProductLabelPrefix(a.to_model)}};
@@ -413,7 +473,7 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, do
   return ChangeOutcome{true, "applied: " + message};
 }
 
-Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, const std::string& ns,
+Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const std::string& ns,
                                       const std::string& kind, const std::string& name,
                                       const CurrentRecommendation& current_of, double window_s,
                                       double now_s) {
@@ -424,9 +484,13 @@ Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, const std::string& ns,
   if (!w.ok()) return w.status();
   const json annotations = (*w)["metadata"].value("annotations", json::object());
   if (!annotations.contains(kAppliedChangeAnnotation)) return out;
-  const json parsed = json::parse(annotations.value(kAppliedChangeAnnotation, ""), nullptr, false);
-  Result<AppliedChange> change = AppliedChange::FromJson(parsed);
-  if (!change.ok()) return change.status();
+  const json& recorded = annotations[kAppliedChangeAnnotation];
+  const std::string recorded_text = recorded.is_string() ? recorded.get<std::string>() : "";
+  const json parsed = json::parse(recorded_text, nullptr, false);
+  Result<AppliedChange> change = AppliedChange::FromSignedJson(parsed, ctx.change_key);
+  if (!change.ok())
+    return Status(change.status().code(),
+                  resource->Describe(ns, name) + ": " + change.status().message());
   out.change = *change;
   if (now_s - change->applied_at_s > window_s) return out;  // settled
   std::string reason;
@@ -451,13 +515,20 @@ Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, const std::string& ns,
     }
   }
   if (reason.empty()) return out;
-  out.rolled_back = true;
   out.reason = reason;
+  if (mode != UpdateMode::kAuto) {
+    out.withheld = "mode " + std::string(UpdateModeName(mode)) + ": not rolled back";
+    return out;
+  }
+  out.rolled_back = true;
   out.vram_floor_bytes = recommender::VramAfterCudaOom(change->to_vram_capacity_bytes);
   auto build = [&](const json& now_w) -> Result<PatchAttempt> {
     const json ann = now_w["metadata"].value("annotations", json::object());
     if (!ann.contains(kAppliedChangeAnnotation))
       return PatchAttempt{nullptr, "already rolled back"};
+    // Only the change verified above is undone.
+    if (ann[kAppliedChangeAnnotation] != recorded_text)
+      return PatchAttempt{nullptr, "the applied-change annotation changed since it was read"};
     json containers = now_w["spec"]["template"]["spec"].value("containers", json::array());
     for (json& c : containers)
       if (c.is_object() && c.value("name", "") == change->container)
@@ -492,6 +563,7 @@ Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, const std::string& ns,
   }
   if (!nothing.empty()) {
     out.rolled_back = false;
+    out.withheld = nothing;
     return out;
   }
   LedgerAction row;

@@ -75,16 +75,29 @@ struct AppliedChange {
 
   nlohmann::json ToJson() const;
   static Result<AppliedChange> FromJson(const nlohmann::json& j);
+  // With a "signature" member: the HMAC-SHA-256 of the rest under `key`. Anyone with patch
+  // rights can edit the annotation; a rollback restores only what verifies under the updater's
+  // key, so values gpuvpa never wrote are never applied.
+  nlohmann::json ToSignedJson(std::string_view key) const;
+  static Result<AppliedChange> FromSignedJson(const nlohmann::json& j, std::string_view key);
 };
 
 struct ChangeContext {
   KubeClient& client;
   LedgerSink* ledger = nullptr;  // no rows when null
-  const UpdaterPolicy& policy;
+  const UpdaterPolicy& policy;   // its production selector and opt-out annotation guard writes
   ChangeRateLimiter& limiter;
   std::string identity;  // this updater replica, on Events
   int max_conflict_retries = 5;
+  std::string change_key;  // signs and verifies the applied-change annotation
 };
+
+// The production guard at the moment of a write (updater/plan/production.h), from what the API
+// says now: the namespace's labels read again, the workload's and its pod template's opt-out
+// annotation. "" when `workload` in `ns` may be written, else why not. An unreadable namespace
+// is an error (nothing is written).
+Result<std::string> WriteRefusal(ChangeContext& ctx, const std::string& ns,
+                                 const nlohmann::json& workload);
 
 struct ChangeOutcome {
   bool applied = false;
@@ -98,6 +111,7 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& actio
 struct RollbackOutcome {
   bool rolled_back = false;
   std::string reason;
+  std::string withheld;  // a rollback was due but not written (mode, production, opt-out): why
   double vram_floor_bytes = 0;
   AppliedChange change;
 };
@@ -107,12 +121,16 @@ using CurrentRecommendation = std::function<const v1::Recommendation*(const std:
 
 // Checks the workload's last applied change (if any, and younger than `window_s`) against its
 // new pods and the changed container's recommendation now, and rolls it back when it failed.
-Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, const std::string& ns,
+// A rollback is a write like any other: only in mode Auto, only past the production guard, and
+// only from an annotation whose signature verifies under ctx.change_key (else an error).
+Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const std::string& ns,
                                       const std::string& kind, const std::string& name,
                                       const CurrentRecommendation& current, double window_s,
                                       double now_s);
 
-// The labels of namespace `ns` as the API has them now (string values only).
+// The labels of namespace `ns` as the API has them now; a value of another JSON type is kept as
+// kNonStringLabelValue (the guard reads it as production), labels that are not an object are
+// an error.
 Result<Labels> ReadNamespaceLabels(KubeClient& client, const std::string& ns);
 
 // A Kubernetes Event on `object` (a Deployment, StatefulSet or GpuVerticalPodAutoscaler).

@@ -52,24 +52,47 @@ Status ReadModes(const YAML::Node& node, UpdaterPolicy& policy) {
   return OkStatus();
 }
 
+// Adds the file's entries to the built-in selector; an empty selector or list is an error.
 Status ReadProduction(const YAML::Node& node, ProductionSelector& out) {
   const YamlField f = kPolicy["production"];
-  if (Status s = f.CheckKeys(node, {"namespace_label", "namespace_patterns"}); !s.ok()) return s;
+  if (!node.IsMap() || node.size() == 0)
+    return f.Error(
+        "is empty: an empty selector would protect nothing (omit the key for the built-in one)");
+  if (Status s = f.CheckKeys(node, {"label_keys", "label_values", "name_words", "name_patterns",
+                                    "namespace_label", "namespace_patterns"});
+      !s.ok())
+    return s;
+  auto add = [&](const YAML::Node& list, const YamlField& lf,
+                 std::vector<std::string>& to) -> Status {
+    Result<std::vector<std::string>> values = ReadStrings(list, lf);
+    if (!values.ok()) return values.status();
+    if (values->empty()) return lf.Error("is an empty list");
+    for (const std::string& v : *values)
+      if (v.empty() || v.find_first_not_of('*') == std::string::npos)
+        return lf.Error("holds " + QuoteForError(v) + ", which is not a usable entry");
+    to.insert(to.end(), values->begin(), values->end());
+    return OkStatus();
+  };
+  for (auto [key, list] :
+       {std::pair<const char*, std::vector<std::string>*>{"label_keys", &out.label_keys},
+        {"label_values", &out.label_values},
+        {"name_words", &out.name_words},
+        {"name_patterns", &out.name_patterns},
+        {"namespace_patterns", &out.name_patterns}})
+    if (const YAML::Node n = node[key])
+      if (Status s = add(n, f[key], *list); !s.ok()) return s;
+  // The earlier spelling: one key and its values.
   if (const YAML::Node label = node["namespace_label"]) {
     const YamlField lf = f["namespace_label"];
     if (Status s = lf.CheckKeys(label, {"key", "values"}); !s.ok()) return s;
-    if (Status s = ReadYamlString(label, lf, "key", out.label_key, true); !s.ok()) return s;
+    std::string key;
+    if (Status s = ReadYamlString(label, lf, "key", key, true); !s.ok()) return s;
+    if (key.empty()) return lf["key"].Error("is empty");
+    out.label_keys.push_back(key);
     if (!label["values"]) return lf.Error("values is required");
-    Result<std::vector<std::string>> values = ReadStrings(label["values"], lf["values"]);
-    if (!values.ok()) return values.status();
-    out.label_values = *values;
+    if (Status s = add(label["values"], lf["values"], out.label_values); !s.ok()) return s;
   }
-  if (const YAML::Node patterns = node["namespace_patterns"]) {
-    Result<std::vector<std::string>> p = ReadStrings(patterns, f["namespace_patterns"]);
-    if (!p.ok()) return p.status();
-    out.name_patterns = *p;
-  }
-  return OkStatus();
+  return out.Validate();
 }
 
 Status ReadScaleToZero(const YAML::Node& node, ScaleToZeroPolicy& out) {
@@ -133,37 +156,6 @@ Result<UpdateMode> ParseUpdateMode(std::string_view text) {
   return InvalidArgumentError("mode " + QuoteForError(text) + " is not one of Off, Report, Auto");
 }
 
-bool GlobMatches(std::string_view pattern, std::string_view text) {
-  // Iterative match with backtracking to the last '*'.
-  size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = t;
-    } else if (p < pattern.size() && pattern[p] == text[t]) {
-      ++p;
-      ++t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
-bool ProductionSelector::Matches(std::string_view namespace_name,
-                                 const Labels& namespace_labels) const {
-  if (auto it = namespace_labels.find(label_key); it != namespace_labels.end())
-    for (const std::string& v : label_values)
-      if (it->second == v) return true;
-  for (const std::string& pattern : name_patterns)
-    if (GlobMatches(pattern, namespace_name)) return true;
-  return false;
-}
-
 Result<UpdaterPolicy> ParseUpdaterPolicy(std::string_view yaml_text) {
   YAML::Node root;
   try {
@@ -190,8 +182,8 @@ Result<UpdaterPolicy> ParseUpdaterPolicy(std::string_view yaml_text) {
     }
     if (const YAML::Node n = root["namespaces"])
       if (Status s = ReadModes(n, policy); !s.ok()) return s;
-    if (const YAML::Node n = root["production"])
-      if (Status s = ReadProduction(n, policy.production); !s.ok()) return s;
+    if (root["production"])
+      if (Status s = ReadProduction(root["production"], policy.production); !s.ok()) return s;
     if (const YAML::Node n = root["scale_to_zero"])
       if (Status s = ReadScaleToZero(n, policy.scale_to_zero); !s.ok()) return s;
     for (Status s :
@@ -255,17 +247,18 @@ PolicyDecision DecidePolicy(const UpdaterPolicy& policy, std::string_view namesp
   }
   static const Labels kNone;
   auto labels = policy.namespace_labels.find(namespace_name);
-  d.production = policy.production.Matches(
+  const std::string why = policy.production.Why(
       namespace_name, labels == policy.namespace_labels.end() ? kNone : labels->second);
+  d.production = !why.empty();
   if (d.production && d.mode == UpdateMode::kAuto) {
     d.mode = UpdateMode::kReport;
-    d.reason = "production namespace: never Auto (reported only)";
+    d.reason = "production namespace (" + why + "): never Auto (reported only)";
   }
   const std::string key =
       std::string(namespace_name) + "/" + std::string(owner_kind) + "/" + std::string(owner_name);
   if (auto it = policy.workload_annotations.find(key); it != policy.workload_annotations.end()) {
     if (auto a = it->second.find(policy.opt_out_annotation);
-        a != it->second.end() && a->second == "true") {
+        a != it->second.end() && OptOutValue(a->second)) {
       d.opted_out = true;
       d.mode = UpdateMode::kOff;
       d.reason = "opted out by annotation " + policy.opt_out_annotation;

@@ -6,10 +6,12 @@
 // Policy file (YAML; unknown keys are errors naming the key):
 //   default_mode: Report
 //   namespaces: {ml-dev: Auto, research: Off}
-//   production:
-//     namespace_label: {key: environment, values: [production, prod]}
-//     namespace_patterns: ["prod", "prod-*", "*-prod", "*-production"]
-//   opt_out_annotation: gpuvpa.io/opt-out        # "true" on the workload
+//   production:                                   # added to the built-in selector
+//     label_keys: [stage]                         # (updater/plan/production.h)
+//     label_values: [live]
+//     name_words: [live]
+//     name_patterns: ["pay-*"]
+//   opt_out_annotation: gpuvpa.io/opt-out        # on the workload or its pod template
 //   min_change_ratio: 0.10
 //   min_confidence: 1.0
 //   allowed_gpu_models: [L4-24GB]                 # other models a workload may move to
@@ -26,28 +28,13 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "updater/plan/production.h"
 
 namespace gpuvpa::updater {
 
 enum class UpdateMode { kOff, kReport, kAuto };
 std::string_view UpdateModeName(UpdateMode mode);
 Result<UpdateMode> ParseUpdateMode(std::string_view text);
-
-using Labels = std::map<std::string, std::string, std::less<>>;
-
-// Matches production namespaces by a label value or by name pattern ('*' matches any run of
-// characters). Either match is enough.
-struct ProductionSelector {
-  std::string label_key = "environment";
-  std::vector<std::string> label_values = {"production", "prod"};
-  std::vector<std::string> name_patterns = {"prod", "production", "prod-*", "*-prod",
-                                            "*-production"};
-
-  bool Matches(std::string_view namespace_name, const Labels& namespace_labels) const;
-};
-
-// '*' globs only; no other metacharacter.
-bool GlobMatches(std::string_view pattern, std::string_view text);
 
 struct ScaleToZeroPolicy {
   // Proposed only when the workload is active at most this share of its time, ...
