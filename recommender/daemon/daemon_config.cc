@@ -76,10 +76,10 @@ Result<DaemonConfig> ParseDaemonConfig(std::string_view yaml, std::string_view f
     if (!n || n.IsNull())
       return root.Error("is missing (the daemon needs at least prometheus and checkpoint)");
     GPUVPA_RETURN_IF_ERROR(root.CheckKeys(
-        n,
-        {"prometheus", "history_days", "poll_interval_seconds", "checkpoint",
-         "checkpoint_interval_seconds", "min_history_hours", "shared_gpu_replicas", "listen_http",
-         "listen_grpc", "tls_cert_file", "tls_key_file", "client_ca_file", "shard", "dcgm"}));
+        n, {"prometheus", "history_days", "poll_interval_seconds", "checkpoint",
+            "checkpoint_interval_seconds", "min_history_hours", "shared_gpu_replicas",
+            "listen_http", "listen_grpc", "tls_cert_file", "tls_key_file", "client_ca_file",
+            "shard", "dcgm", "unready_after_failed_polls"}));
     if (!n["prometheus"]) return root["prometheus"].Error("is required");
     GPUVPA_RETURN_IF_ERROR(ParsePrometheus(n["prometheus"], root["prometheus"], c.prometheus));
     double days = c.history_s / 86400, hours = c.min_history_s / 3600;
@@ -92,6 +92,8 @@ Result<DaemonConfig> ParseDaemonConfig(std::string_view yaml, std::string_view f
     GPUVPA_RETURN_IF_ERROR(ReadYamlNumber(n, root, "min_history_hours", 0, 24 * 90, hours));
     GPUVPA_RETURN_IF_ERROR(
         ReadYamlInt(n, root, "shared_gpu_replicas", 0, 64, c.shared_gpu_replicas));
+    GPUVPA_RETURN_IF_ERROR(
+        ReadYamlInt(n, root, "unready_after_failed_polls", 1, 1000, c.unready_after_failed_polls));
     GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, root, "listen_http", c.listen_http));
     GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, root, "listen_grpc", c.listen_grpc));
     GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, root, "tls_cert_file", c.tls_cert_file));

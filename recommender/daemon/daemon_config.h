@@ -18,7 +18,10 @@ struct DaemonConfig {
   std::string checkpoint_path;         // checkpoint (required)
   double checkpoint_interval_s = 300;  // checkpoint_interval_seconds
   double min_history_s = 24 * 3600.0;  // min_history_hours
-  int shared_gpu_replicas = 0;         // 0: the most pods seen on a device at once
+  // /readyz turns 503 after this many polls in a row failed (and 200 again at the next success):
+  // readiness says whether recommendations are current, not only that one poll ever worked.
+  int unready_after_failed_polls = 3;          // unready_after_failed_polls
+  int shared_gpu_replicas = 0;                 // 0: the most pods seen on a device at once
   std::string listen_http = "127.0.0.1:8080";  // /metrics, /healthz, /readyz
   std::string listen_grpc = "127.0.0.1:9090";  // RecommendationService + grpc.health.v1
   std::string tls_cert_file, tls_key_file, client_ca_file;  // gRPC TLS / mTLS

@@ -181,6 +181,11 @@ Status RecommenderDaemon::PollOnce(double now_s) {
   }
   if (!poll.error.ok()) {
     query_errors_->Increment();
+    ++failed_polls_in_a_row_;
+    {
+      std::lock_guard<std::mutex> lock(last_error_mu_);
+      last_poll_error_ = poll.error.message();
+    }
     spdlog::error("poll: {} (keeping the last recommendations; the next poll resumes at {})",
                   poll.error.message(), FormatTimestamp(store_.source_through_s()));
     return poll.error;
@@ -188,6 +193,7 @@ Status RecommenderDaemon::PollOnce(double now_s) {
   if (!charged.ok()) return charged.status();
   last_success_s_ = now_s;
   last_success_->Set(now_s);
+  failed_polls_in_a_row_ = 0;
   ready_ = true;
   return OkStatus();
 }
@@ -305,8 +311,15 @@ HttpServerResponse RecommenderDaemon::HandleHttp(const std::string& path) {
   }
   if (path == "/readyz") {
     if (!ready_) return {503, "text/plain; charset=utf-8", "no successful poll yet\n"};
+    if (const int failed = failed_polls_in_a_row_; failed >= config_.unready_after_failed_polls) {
+      std::lock_guard<std::mutex> lock(last_error_mu_);
+      return {503, "text/plain; charset=utf-8",
+              "the last " + std::to_string(failed) + " polls failed: " + last_poll_error_ + "\n"};
+    }
     return {200, "text/plain; charset=utf-8", "ready\n"};
   }
+  // The ledger was opened at start (the daemon does not start without it).
+  if (path == "/readyz/ledger") return {200, "text/plain; charset=utf-8", "ledger open\n"};
   return {404, "text/plain; charset=utf-8", "not found: " + path + "\n"};
 }
 

@@ -56,7 +56,10 @@ class RecommenderDaemon {
                                                               std::chrono::milliseconds timeout);
   bool stopping() const { return stop_.load(); }
 
-  // /metrics (Prometheus text), /healthz (the loop is alive), /readyz (a poll succeeded).
+  // /metrics (Prometheus text), /healthz (the loop is alive), /readyz (recommendations are
+  // current: a poll succeeded and fewer than unready_after_failed_polls failed since),
+  // /readyz/ledger (the ledger is open: the LedgerService can take rows whatever Prometheus
+  // does; the probe of a recommender that owns the ledger).
   HttpServerResponse HandleHttp(const std::string& path);
 
   const DaemonConfig& config() const { return config_; }
@@ -82,7 +85,10 @@ class RecommenderDaemon {
   std::condition_variable changed_;
   std::shared_ptr<const RecommendationSnapshot> snapshot_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> ready_{false};
+  std::atomic<bool> ready_{false};  // a poll has succeeded
+  std::atomic<int> failed_polls_in_a_row_{0};
+  mutable std::mutex last_error_mu_;
+  std::string last_poll_error_;  // under last_error_mu_
   std::atomic<double> last_loop_s_{0};
   std::atomic<double> last_success_s_{0};
   std::atomic<double> checkpoint_saved_s_{0};

@@ -186,6 +186,22 @@ int ScaledObjectConfig::DesiredReplicas(double depth) const {
 Result<ScaledObjectConfig> ParseScaledObjectConfig(std::string_view name,
                                                    std::string_view namespace_name,
                                                    const TriggerMetadata& metadata) {
+  // Caller strings key the scaler's state (parsed configs, cache entries, meters), which is
+  // bounded by count: each entry is bounded in bytes here, so the state is bounded in bytes.
+  GPUVPA_RETURN_IF_ERROR(ValidateObjectName("ScaledObject name", name));
+  GPUVPA_RETURN_IF_ERROR(ValidateNamespaceName("ScaledObject namespace", namespace_name));
+  size_t metadata_bytes = 0;
+  const std::pair<const std::string, std::string>* largest = nullptr;
+  for (const auto& entry : metadata) {
+    metadata_bytes += entry.first.size() + entry.second.size();
+    if (largest == nullptr || entry.second.size() > largest->second.size()) largest = &entry;
+  }
+  if (metadata_bytes > kMaxTriggerMetadataBytes)
+    return InvalidArgumentError("trigger metadata: " + std::to_string(metadata_bytes) +
+                                " bytes of keys and values, more than " +
+                                std::to_string(kMaxTriggerMetadataBytes) +
+                                " (the largest: " + QuoteForError(largest->first) + ", " +
+                                std::to_string(largest->second.size()) + " bytes)");
   ScaledObjectConfig c;
   c.name = std::string(name);
   c.namespace_name = std::string(namespace_name);

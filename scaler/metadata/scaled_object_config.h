@@ -79,6 +79,11 @@ using TriggerMetadata = std::map<std::string, std::string, std::less<>>;
 // scaler does.
 std::string HpaMetricName(std::string name);
 
+// The most bytes of keys and values one trigger's metadata may hold (a long PromQL query fits).
+inline constexpr size_t kMaxTriggerMetadataBytes = 4096;
+
+// `name` must be a Kubernetes object name and `namespace_name` a namespace name (INVALID_ARGUMENT
+// naming them): with the metadata's bound, every piece of state a caller creates is bounded.
 Result<ScaledObjectConfig> ParseScaledObjectConfig(std::string_view name,
                                                    std::string_view namespace_name,
                                                    const TriggerMetadata& metadata);

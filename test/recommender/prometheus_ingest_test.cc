@@ -373,6 +373,41 @@ TEST_F(PrometheusIngestTest, ADownOrFailingPrometheusKeepsTheLastRecommendations
   EXPECT_EQ(f->HandleHttp("/readyz").status, 200);
 }
 
+// Readiness follows the last polls: 503 after unready_after_failed_polls (3) failures in a row,
+// naming the error, and 200 again at the next success; the ledger's readiness does not depend
+// on Prometheus at all.
+TEST_F(PrometheusIngestTest, ReadinessFollowsTheLastPollsAndTheLedgerStaysReady) {
+  testing::ScopedTempDir tmp;
+  const std::string empty_vector =
+      R"({"status":"success","data":{"resultType":"vector","result":[]}})";
+  testing::ScriptedHttpServer prometheus(testing::HttpBehaviour::kOk, empty_vector);
+  prometheus.SetBodyFor("/api/v1/label/", R"({"status":"success","data":[]})");
+  prometheus.SetBodyFor("/api/v1/query_range",
+                        R"({"status":"success","data":{"resultType":"matrix","result":[]}})");
+  std::unique_ptr<RecommenderDaemon> d = NewDaemon(tmp, prometheus.url());
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->HandleHttp("/readyz").status, 503);
+  EXPECT_EQ(d->HandleHttp("/readyz/ledger").status, 200);
+  double now = UnixNowSeconds();
+  ASSERT_TRUE(d->PollOnce(now).ok());
+  EXPECT_EQ(d->HandleHttp("/readyz").status, 200);
+  // Prometheus answers errors now (the later body for a prefix wins).
+  prometheus.SetBodyFor(
+      "/api/v1/query",
+      R"({"status":"error","errorType":"bad_data","error":"parse error at char 1"})");
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_FALSE(d->PollOnce(now += 60).ok());
+    EXPECT_EQ(d->HandleHttp("/readyz").status, i < 3 ? 200 : 503) << "after " << i << " failures";
+    EXPECT_EQ(d->HandleHttp("/readyz/ledger").status, 200);
+  }
+  const HttpServerResponse unready = d->HandleHttp("/readyz");
+  EXPECT_NE(unready.body.find("the last 3 polls failed"), std::string::npos) << unready.body;
+  EXPECT_NE(unready.body.find("parse error at char 1"), std::string::npos) << unready.body;
+  prometheus.SetBodyFor("/api/v1/query", empty_vector);
+  ASSERT_TRUE(d->PollOnce(now += 60).ok());
+  EXPECT_EQ(d->HandleHttp("/readyz").status, 200);
+}
+
 // Two replicas, each its shard (a stable hash of the workload key), run as two processes at
 // once: disjoint, and together the whole fleet; each checkpoints only its own workloads.
 TEST_F(PrometheusIngestTest, TwoShardProcessesSplitTheFleetWithoutOverlap) {

@@ -391,6 +391,8 @@ class MtlsTest : public ::testing::Test {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
     externalscaler::ScaledObjectRef ref;
+    ref.set_name("jobs");
+    ref.set_namespace_("ml");
     (*ref.mutable_scalermetadata())["source"] = "push";
     (*ref.mutable_scalermetadata())["queueName"] = "jobs";
     externalscaler::GetMetricSpecResponse spec;

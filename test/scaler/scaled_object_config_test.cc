@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace gpuvpa::scaler {
 namespace {
 
@@ -15,6 +17,32 @@ void ExpectInvalid(const TriggerMetadata& m, const std::string& key) {
   ASSERT_FALSE(c.ok()) << "accepted metadata with bad " << key;
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
+}
+
+// The caller's names key the scaler's state: they must be Kubernetes names, and the metadata
+// is bounded in bytes, so a million callers with megabyte names cannot grow the scaler.
+TEST(ScaledObjectConfigTest, NamesAreKubernetesNamesAndMetadataIsBoundedInBytes) {
+  const TriggerMetadata ok = {{"listName", "jobs"}};
+  EXPECT_TRUE(ParseScaledObjectConfig("jobs.v2", "ml-team", ok).ok());
+  for (const auto& [name, ns] :
+       std::vector<std::pair<std::string, std::string>>{{std::string(1 << 20, 'n'), "ml"},
+                                                        {"", "ml"},
+                                                        {"Jobs", "ml"},
+                                                        {"jobs", ""},
+                                                        {"jobs", std::string(64, 'n')},
+                                                        {"jobs", "ml/../x"},
+                                                        {"jo\nbs", "ml"}}) {
+    Result<ScaledObjectConfig> c = ParseScaledObjectConfig(name, ns, ok);
+    ASSERT_FALSE(c.ok()) << name.substr(0, 40) << " / " << ns;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(c.status().message().find("ScaledObject"), std::string::npos);
+    EXPECT_LT(c.status().message().size(), 400u) << "the error quotes a bounded part";
+  }
+  Result<ScaledObjectConfig> big =
+      Parse({{"listName", "jobs"}, {"x-note", std::string(kMaxTriggerMetadataBytes, 'x')}});
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("the largest: \"x-note\""), std::string::npos)
+      << big.status().message();
 }
 
 TEST(ScaledObjectConfigTest, RedisListWithKedaNamesAndDefaults) {
@@ -82,6 +110,7 @@ TEST(ScaledObjectConfigTest, BadMetadataIsInvalidArgumentNamingTheKey) {
       {{"source", "prometheus"}, {"serverAddress", "ftp://p"}, {"query", "q"}, {"threshold", "1"}},
       "serverAddress");
   ExpectInvalid({{"listName", "jobs"}, {"costCenter", std::string(1 << 20, 'c')}}, "costCenter");
+  ExpectInvalid({{"listName", "jobs"}, {"costCenter", std::string(254, 'c')}}, "costCenter");
   ExpectInvalid({{"listName", "jobs"}, {"address", "a:1"}, {"addressFromEnv", "b:2"}},
                 "addressFromEnv");
 }

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 
 #include <cctype>
 #include <chrono>
@@ -884,6 +885,86 @@ TEST_F(ProductionGuardTest, OptOutOnTheWorkloadOrItsPodTemplateInAnySpelling) {
     EXPECT_EQ(WorkloadWrites(cluster_.api(), "ml-dev", name).empty(), opted_out);
     EXPECT_EQ(Limits("ml-dev", name).contains("nvidia.com/gpu"), opted_out);
   }
+}
+
+// SIGKILL of gpuvpa-updater at random moments (between a dry run, a patch and its ledger rows
+// among them), 30 times, then one run to the end: the ledger holds the same rows as one
+// uninterrupted run on the same cluster state (every applied change exactly one row, written
+// again from the signed annotation by the run after a kill), and the same savings.
+TEST_F(ProductionGuardTest, KillsBetweenPatchAndLedgerLeaveEveryChangeRecordedOnce) {
+  constexpr int kWorkloads = 24;
+  std::vector<v1::Recommendation> recs;
+  auto seed = [&](KubeTestCluster& cluster) {
+    if (cluster.api().Get("namespaces", "", "ml-dev").is_null())
+      cluster.api().Seed(KubeTestCluster::Namespace("ml-dev", {{"environment", "dev"}}));
+    for (int i = 0; i < kWorkloads; ++i) {
+      const std::string name = "w" + std::to_string(i);
+      cluster.api().Seed(
+          KubeTestCluster::Workload("Deployment", "ml-dev", name, "main", "nvidia.com/gpu", "1"));
+      cluster.api().Seed(KubeTestCluster::Gvpa("ml-dev", name, "Deployment", name, "Auto"));
+    }
+  };
+  seed(cluster_);
+  for (int i = 0; i < kWorkloads; ++i) recs.push_back(Rec("ml-dev", "w" + std::to_string(i)));
+  WriteRecs(recs_path_, recs);
+  auto run = [&](KubeTestCluster& cluster, const std::string& ledger, int kill_after_ms) {
+    pid_t pid = testing::SpawnProcess(
+        {std::string(GPUVPA_BIN_DIR) + "/gpuvpa-updater", "--once", "--kubeconfig",
+         cluster.Kubeconfig(kUpdaterToken, "kill.yaml"), "--recommendations", recs_path_,
+         "--ledger", ledger, "--change-key-file", change_key_file_, "--identity", "kill-test",
+         "--max-changes", "1000", "--max-changes-per-namespace", "1000", "--log-level", "error"},
+        cluster.dir().Path("kill.log"));
+    if (kill_after_ms >= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kill_after_ms));
+      testing::KillProcess(pid);
+    } else {
+      EXPECT_EQ(testing::WaitForExit(pid, std::chrono::seconds(60)), 0)
+          << testing::ReadTextFile(cluster.dir().Path("kill.log"));
+    }
+  };
+  // The uninterrupted run, on a cluster of its own, timed.
+  KubeTestCluster clean;
+  clean.api().AddUser(kUpdaterToken, UpdaterUser());
+  seed(clean);
+  const std::string clean_ledger = clean.dir().Path("clean.db");
+  const auto t0 = std::chrono::steady_clock::now();
+  run(clean, clean_ledger, -1);
+  const int run_ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
+  std::mt19937 rng(23);
+  for (int k = 0; k < 30; ++k) run(cluster_, ledger_path_, static_cast<int>(rng() % (run_ms + 1)));
+  run(cluster_, ledger_path_, -1);
+  auto rows = [](const std::string& path) {
+    std::vector<std::string> ids;
+    sqlite3* db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT action_id, kind, status FROM actions ORDER BY action_id", -1,
+                       &st, nullptr);
+    while (sqlite3_step(st) == SQLITE_ROW)
+      ids.push_back(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) + " " +
+                    reinterpret_cast<const char*>(sqlite3_column_text(st, 1)) + " " +
+                    reinterpret_cast<const char*>(sqlite3_column_text(st, 2)));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return ids;
+  };
+  const std::vector<std::string> interrupted = rows(ledger_path_),
+                                 uninterrupted = rows(clean_ledger);
+  EXPECT_EQ(interrupted, uninterrupted);
+  size_t applied = 0;
+  for (const std::string& r : interrupted) applied += r.find(" applied_change applied") != r.npos;
+  EXPECT_EQ(applied, static_cast<size_t>(kWorkloads)) << "every workload changed, each one row";
+  for (int i = 0; i < kWorkloads; ++i)
+    EXPECT_EQ(Limits("ml-dev", "w" + std::to_string(i)), (json{{"nvidia.com/mig-1g.20gb", "1"}}));
+  auto clean_book = Ledger::Open(clean_ledger);
+  ASSERT_TRUE(clean_book.ok());
+  const Showback a = Ledger(), b = *(*clean_book)->QueryShowback({});
+  EXPECT_EQ(a.total.savings_realised_monthly, b.total.savings_realised_monthly);
+  EXPECT_EQ(a.total.savings_realised_monthly, kWorkloads * (5'022'400'000LL - 1'255'600'000LL));
+  EXPECT_EQ(a.total.savings_proposed_monthly, b.total.savings_proposed_monthly);
+  std::cout << "uninterrupted run " << run_ms << " ms; 30 kills within it\n";
 }
 
 }  // namespace

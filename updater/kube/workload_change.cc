@@ -98,6 +98,56 @@ LedgerAction Row(const PlannedAction& a, const std::string& step, ActionKind kin
   return row;
 }
 
+// The rows of a change made, built from what its signed annotation records: the rows written
+// right after the patch and those a later cycle writes again (after a crash between the patch
+// and the ledger) are the same rows, and the ledger keeps one of each.
+std::vector<LedgerAction> AppliedRows(const std::string& ns, const std::string& kind,
+                                      const std::string& name, const AppliedChange& c) {
+  LedgerAction applied;
+  applied.action_id = c.id;
+  applied.time_s = static_cast<int64_t>(c.applied_at_s);
+  applied.kind = ActionKind::kAppliedChange;
+  applied.status = ActionStatus::kApplied;
+  applied.namespace_name = ns;
+  applied.workload = kind + "/" + name + "/" + c.container;
+  applied.cost_center = c.cost_center;
+  applied.gpu_model = c.to_model;
+  applied.before = c.from_allocation;
+  applied.after = c.to_allocation;
+  applied.monthly_before = c.monthly_before;
+  applied.monthly_after = c.monthly_after;
+  applied.evidence_json = json{{"step", "applied"}, {"message", "patched"}}.dump();
+  // The proposal is carried out: it no longer counts as savings still proposed.
+  LedgerAction closed = applied;
+  constexpr std::string_view kAppliedStep = ":applied";
+  closed.action_id = c.id.ends_with(kAppliedStep)
+                         ? c.id.substr(0, c.id.size() - kAppliedStep.size()) + ":proposal-applied"
+                         : c.id + ":proposal-applied";
+  closed.kind = ActionKind::kRecommendation;
+  closed.evidence_json = json{{"step", "proposal-applied"}, {"message", "applied"}}.dump();
+  return {applied, closed};
+}
+
+LedgerAction RollbackRow(const std::string& ns, const std::string& kind, const std::string& name,
+                         const AppliedChange& c, int64_t time_s, const std::string& reason,
+                         double vram_floor_bytes) {
+  LedgerAction row;
+  row.action_id = "rollback:" + c.id;
+  row.time_s = time_s;
+  row.kind = ActionKind::kRollback;
+  row.status = ActionStatus::kApplied;
+  row.namespace_name = ns;
+  row.workload = kind + "/" + name + "/" + c.container;
+  row.cost_center = c.cost_center;
+  row.gpu_model = c.from_model;
+  row.before = c.to_allocation;
+  row.after = c.from_allocation;
+  row.monthly_before = c.monthly_after;
+  row.monthly_after = c.monthly_before;
+  row.evidence_json = json{{"reason", reason}, {"vram_floor_bytes", vram_floor_bytes}}.dump();
+  return row;
+}
+
 void Append(ChangeContext& ctx, const std::vector<LedgerAction>& rows) {
   if (ctx.ledger == nullptr) return;
   Result<size_t> added = ctx.ledger->Append(rows);
@@ -271,23 +321,33 @@ Result<AppliedChange> AppliedChange::FromJson(const json& j) {
   return c;
 }
 
+json SignedAnnotation(json value, std::string_view key) {
+  value["signature"] = HmacSha256Hex(key, value.dump());
+  return value;
+}
+
+Result<json> VerifiedAnnotation(const json& value, std::string_view key,
+                                std::string_view annotation) {
+  if (!value.is_object() || !value.contains("signature") || !value["signature"].is_string())
+    return InvalidArgumentError("annotation " + std::string(annotation) +
+                                ": no signature; not a change this updater recorded");
+  json unsigned_part = value;
+  unsigned_part.erase("signature");
+  if (!HmacSha256Verifies(key, unsigned_part.dump(), value["signature"].get<std::string>()))
+    return InvalidArgumentError("annotation " + std::string(annotation) +
+                                ": the signature does not verify (edited, or written under "
+                                "another key); its values are not restored");
+  return unsigned_part;
+}
+
 json AppliedChange::ToSignedJson(std::string_view key) const {
-  json j = ToJson();
-  j["signature"] = HmacSha256Hex(key, j.dump());
-  return j;
+  return SignedAnnotation(ToJson(), key);
 }
 
 Result<AppliedChange> AppliedChange::FromSignedJson(const json& j, std::string_view key) {
-  if (!j.is_object() || !j.contains("signature") || !j["signature"].is_string())
-    return InvalidArgumentError(std::string("annotation ") + kAppliedChangeAnnotation +
-                                ": no signature; not a change this updater recorded");
-  json unsigned_part = j;
-  unsigned_part.erase("signature");
-  if (!HmacSha256Verifies(key, unsigned_part.dump(), j["signature"].get<std::string>()))
-    return InvalidArgumentError(std::string("annotation ") + kAppliedChangeAnnotation +
-                                ": the signature does not verify (edited, or written under "
-                                "another key); its values are not restored");
-  return FromJson(unsigned_part);
+  Result<json> verified = VerifiedAnnotation(j, key, kAppliedChangeAnnotation);
+  if (!verified.ok()) return verified.status();
+  return FromJson(*verified);
 }
 
 Result<Labels> ReadNamespaceLabels(KubeClient& client, const std::string& ns) {
@@ -459,12 +519,7 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, do
   }
   if (!nothing.empty()) return refuse(nothing);
   ctx.limiter.Record(ns, now_s);
-  LedgerAction applied =
-      Row(a, "applied", ActionKind::kAppliedChange, ActionStatus::kApplied, now_s, "patched");
-  // The proposal is carried out: it no longer counts as savings still proposed.
-  LedgerAction closed = Row(a, "proposal-applied", ActionKind::kRecommendation,
-                            ActionStatus::kApplied, now_s, "applied");
-  Append(ctx, {applied, closed});
+  Append(ctx, AppliedRows(ns, id.owner_kind(), id.owner_name(), change));
   const std::string message = id.container() + " " + a.from_allocation + " -> " + a.to_allocation +
                               (a.to_model != a.from_model ? " on " + a.to_model : "") +
                               ", monthly " + FormatUsd(a.monthly_before) + " -> " +
@@ -472,6 +527,40 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, do
   Event(ctx, *patched, "Normal", "GpuvpaApplied", "applied: " + message);
   return ChangeOutcome{true, "applied: " + message};
 }
+
+namespace {
+
+// A rollback whose row a crash kept from the ledger: the signed rolled-back annotation says
+// what was undone and when, and the row is written again (the ledger keeps one).
+void ReconcileRollbackRow(ChangeContext& ctx, const std::string& ns, const std::string& kind,
+                          const std::string& name, const json& annotations) {
+  const auto it = annotations.find(kRolledBackAnnotation);
+  if (it == annotations.end() || !it->is_string()) return;
+  const json text = json::parse(it->get<std::string>(), nullptr, false);
+  if (!text.is_object() || !text.contains("change")) return;  // an older build's
+  Result<json> verified = VerifiedAnnotation(text, ctx.change_key, kRolledBackAnnotation);
+  const json rolled_back = verified.ok() ? *verified : json::object();
+  Result<AppliedChange> change =
+      verified.ok()
+          ? AppliedChange::FromSignedJson(rolled_back.value("change", json()), ctx.change_key)
+          : Result<AppliedChange>(verified.status());
+  const json time = rolled_back.value("time", json());
+  const json floor = rolled_back.value("vramFloorBytes", json());
+  const json reason = rolled_back.value("reason", json());
+  Result<double> at = time.is_string() ? ParseTimestamp(time.get<std::string>())
+                                       : Result<double>(InvalidArgumentError("no time"));
+  if (!change.ok() || !at.ok() || !floor.is_number() || !reason.is_string()) {
+    spdlog::warn(
+        "{} {}/{}: annotation {} not readable or not signed; its rollback row is not "
+        "written again",
+        kind, ns, name, kRolledBackAnnotation);
+    return;
+  }
+  Append(ctx, {RollbackRow(ns, kind, name, *change, static_cast<int64_t>(*at),
+                           reason.get<std::string>(), floor.get<double>())});
+}
+
+}  // namespace
 
 Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const std::string& ns,
                                       const std::string& kind, const std::string& name,
@@ -483,7 +572,10 @@ Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const
   Result<json> w = ctx.client.Get(*resource, ns, name);
   if (!w.ok()) return w.status();
   const json annotations = (*w)["metadata"].value("annotations", json::object());
-  if (!annotations.contains(kAppliedChangeAnnotation)) return out;
+  if (!annotations.contains(kAppliedChangeAnnotation)) {
+    ReconcileRollbackRow(ctx, ns, kind, name, annotations);
+    return out;
+  }
   const json& recorded = annotations[kAppliedChangeAnnotation];
   const std::string recorded_text = recorded.is_string() ? recorded.get<std::string>() : "";
   const json parsed = json::parse(recorded_text, nullptr, false);
@@ -491,6 +583,9 @@ Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const
   if (!change.ok())
     return Status(change.status().code(),
                   resource->Describe(ns, name) + ": " + change.status().message());
+  // The change is on the workload: its rows are in the ledger (again, when a crash came
+  // between the patch and the rows; the ledger keeps one of each).
+  Append(ctx, AppliedRows(ns, kind, name, *change));
   out.change = *change;
   if (now_s - change->applied_at_s > window_s) return out;  // settled
   std::string reason;
@@ -537,9 +632,13 @@ Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const
         {"metadata",
          {{"annotations",
            {{kAppliedChangeAnnotation, nullptr},
-            {kRolledBackAnnotation,
-             json{{"id", change->id}, {"time", FormatTimestamp(now_s)}, {"reason", reason}}
-                 .dump()}}}}},
+            {kRolledBackAnnotation, SignedAnnotation({{"id", change->id},
+                                                      {"time", FormatTimestamp(now_s)},
+                                                      {"reason", reason},
+                                                      {"vramFloorBytes", out.vram_floor_bytes},
+                                                      {"change", parsed}},
+                                                     ctx.change_key)
+                                        .dump()}}}}},
         {"spec", {{"template", {{"spec", {{"containers", containers}}}}}}}};
     json& selector = patch["spec"]["template"]["spec"]["nodeSelector"];
     if (change->previous_node_selector.is_object()) {
@@ -566,21 +665,8 @@ Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const
     out.withheld = nothing;
     return out;
   }
-  LedgerAction row;
-  row.action_id = "rollback:" + change->id;
-  row.time_s = static_cast<int64_t>(now_s);
-  row.kind = ActionKind::kRollback;
-  row.status = ActionStatus::kApplied;
-  row.namespace_name = ns;
-  row.workload = kind + "/" + name + "/" + change->container;
-  row.cost_center = change->cost_center;
-  row.gpu_model = change->from_model;
-  row.before = change->to_allocation;
-  row.after = change->from_allocation;
-  row.monthly_before = change->monthly_after;
-  row.monthly_after = change->monthly_before;
-  row.evidence_json = json{{"reason", reason}, {"vram_floor_bytes", out.vram_floor_bytes}}.dump();
-  Append(ctx, {row});
+  Append(ctx, {RollbackRow(ns, kind, name, *change, static_cast<int64_t>(now_s), reason,
+                           out.vram_floor_bytes)});
   Event(ctx, *patched, "Warning", "GpuvpaRolledBack",
         "rolled back " + change->container + " " + change->to_allocation + " -> " +
             change->from_allocation + ": " + reason);

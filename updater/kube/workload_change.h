@@ -10,7 +10,10 @@
 // re-reads and retries (bounded); a 403 fails with the API's message naming verb and resource.
 // Every step (dry run, applied, failed) is a ledger row under the cost center with the monthly
 // cost before and after, and a Kubernetes Event on the workload. The applied change and what
-// it replaced are kept in an annotation on the workload, so a restarted updater can roll back.
+// it replaced are kept in an annotation on the workload, signed with the updater's key, so a
+// restarted updater can roll back; and every cycle writes the change's ledger rows again from
+// that annotation (and a rollback's from its signed rolled-back annotation), so a crash
+// between a patch and its rows leaves no change unrecorded (the ledger keeps one of each).
 //
 // Rollback: within a window after a change, a new pod of the workload with a CUDA OOM (the
 // container's termination message, an OOMKilled container), CrashLoopBackOff, or a CUDA OOM the
@@ -127,6 +130,12 @@ Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const
                                       const std::string& kind, const std::string& name,
                                       const CurrentRecommendation& current, double window_s,
                                       double now_s);
+
+// `value` with a "signature" member: the HMAC-SHA-256 of the rest under `key`; and the value
+// without it when the signature verifies, else an error naming `annotation`.
+nlohmann::json SignedAnnotation(nlohmann::json value, std::string_view key);
+Result<nlohmann::json> VerifiedAnnotation(const nlohmann::json& value, std::string_view key,
+                                          std::string_view annotation);
 
 // The labels of namespace `ns` as the API has them now; a value of another JSON type is kept as
 // kNonStringLabelValue (the guard reads it as production), labels that are not an object are
