@@ -23,6 +23,7 @@ enum class StatusCode {
   kAborted,            // 409: a concurrent change (stale resourceVersion) or already exists
   kResourceExhausted,  // 429: throttled; retry after a while
   kOutOfRange,         // 410: a resourceVersion older than the server keeps (relist)
+  kAlreadyExists,      // an id is recorded with other content (never a silent success)
 };
 
 const char* StatusCodeName(StatusCode code);

@@ -127,10 +127,10 @@ Status SameContent(sqlite3_stmt* stored, const LedgerAction& a) {
                                                      {"metered", a.metered},
                                                      {"reserved", a.reserved}};
   auto conflict = [&](const char* field, const std::string& was, const std::string& now) {
-    return InvalidArgumentError("ledger action " + QuoteForError(a.action_id) +
-                                " is recorded with " + field + " " + QuoteForError(was) +
-                                "; this one has " + QuoteForError(now) +
-                                " (an id is never reused for other content)");
+    return Status(StatusCode::kAlreadyExists,
+                  "ledger action " + QuoteForError(a.action_id) + " is recorded with " + field +
+                      " " + QuoteForError(was) + "; this one has " + QuoteForError(now) +
+                      " (an id is never reused for other content)");
   };
   int column = 0;
   for (const auto& [field, value] : texts) {

@@ -155,8 +155,8 @@ class Ledger final : public LedgerSink {
   // Appends in one transaction: all rows or none. Returns how many were new (ids already in the
   // ledger with the same content are skipped). Invalid rows (ValidateLedgerAction) and a row
   // whose id is recorded with other content (kind, status, names, allocations, period or any
-  // amount; its time and evidence may differ: a retried step keeps the first) are refused with
-  // INVALID_ARGUMENT naming the field and both values.
+  // amount; its time and evidence may differ: a retried step keeps the first) are refused:
+  // INVALID_ARGUMENT and ALREADY_EXISTS respectively, naming the field (and both values).
   // Marks are written in the same transaction (a mark never moves back: the latest per series
   // is the largest).
   Result<size_t> Append(std::span<const LedgerAction> actions,

@@ -210,6 +210,8 @@ Result<size_t> RemoteLedger::Append(std::span<const LedgerAction> actions,
     if (!s.ok()) {
       const std::string what = "ledger service " + address_ + ": " + s.error_message();
       if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) return InvalidArgumentError(what);
+      if (s.error_code() == grpc::StatusCode::ALREADY_EXISTS)
+        return Status(StatusCode::kAlreadyExists, what);
       // A certificate that may not write these rows: a configuration to fix, not a row to set
       // aside (a spool keeps the rows until it is fixed).
       if (s.error_code() == grpc::StatusCode::PERMISSION_DENIED)

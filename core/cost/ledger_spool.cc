@@ -147,8 +147,12 @@ struct IsolatedAppend {
 IsolatedAppend AppendOrDeadLetter(LedgerSink& sink, std::span<const LedgerAction> rows,
                                   LedgerSpool& spool) {
   IsolatedAppend out;
+  // Rows that can never be stored as they are: invalid, or an id recorded with other content.
+  auto poison = [](const Status& s) {
+    return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kAlreadyExists;
+  };
   Result<size_t> all = sink.Append(rows);
-  if (all.ok() || all.status().code() != StatusCode::kInvalidArgument) {
+  if (all.ok() || !poison(all.status())) {
     if (all.ok()) {
       out.added = *all;
       out.done = rows.size();
@@ -161,7 +165,7 @@ IsolatedAppend AppendOrDeadLetter(LedgerSink& sink, std::span<const LedgerAction
     Result<size_t> one = sink.Append(row);
     if (one.ok()) {
       out.added += *one;
-    } else if (one.status().code() == StatusCode::kInvalidArgument) {
+    } else if (poison(one.status())) {
       if (Status s = spool.DeadLetter(row, one.status().message()); !s.ok()) {
         out.error = s;
         return out;

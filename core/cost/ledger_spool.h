@@ -8,7 +8,8 @@
 //   - recovery is per line: a torn or corrupt line loses only itself (a record that a torn line
 //     ran into is found inside it and kept), and the count is reported; an append after a torn
 //     tail starts on a line of its own;
-//   - a row the ledger refuses as invalid (INVALID_ARGUMENT: a bound, a conflicting duplicate)
+//   - a row the ledger refuses as invalid (INVALID_ARGUMENT: a bound; ALREADY_EXISTS: its id
+//     recorded with other content)
 //     goes to the dead-letter file `<spool>.dead`, in the spool's own format with its reason
 //     added (`dead_letter_reason`), and the rows around it flow on. A person can fix it and move
 //     it back. A crash while dead-lettering may write a row there twice (never to the ledger).

@@ -29,6 +29,8 @@ grpc::Status ToGrpcStatus(const Status& status) {
       return {grpc::StatusCode::RESOURCE_EXHAUSTED, status.message()};
     case StatusCode::kOutOfRange:
       return {grpc::StatusCode::OUT_OF_RANGE, status.message()};
+    case StatusCode::kAlreadyExists:
+      return {grpc::StatusCode::ALREADY_EXISTS, status.message()};
     case StatusCode::kInternal:
       break;
   }

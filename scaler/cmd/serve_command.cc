@@ -31,6 +31,8 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   std::string ledger_path;
   ClientChannelOptions ledger_service;
   std::string spool_path;
+  std::string open_periods_path;
+  int open_periods_interval_s = 10;
   std::string config_path;
   std::string scaler_config_path;
   std::string log_level = "info";
@@ -75,6 +77,13 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   app->add_option("--spool", spool_path,
                   "where metered rows go when the ledger refuses them, moved there once it takes "
                   "rows again (default: LEDGER.spool; none with --ledger-service)");
+  app->add_option("--open-periods", open_periods_path,
+                  "the open metered periods are saved here (atomically) so that a killed scaler "
+                  "loses at most --open-periods-interval of metered time per ScaledObject; the "
+                  "next start writes them as rows (default: SPOOL.open when there is a spool)");
+  app->add_option("--open-periods-interval", open_periods_interval_s,
+                  "seconds between saves of the open periods")
+      ->check(NumberInRange(1, 3600));
   app->add_option("--config", config_path, "gpuvpa config (prices, region)")
       ->check(CLI::ExistingFile);
   app->add_option("--cache-ttl-ms", cache_ttl_ms, "one backend read per queue per this")
@@ -141,6 +150,10 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   meter_options.spool_path = spool_path;
   meter_options.max_meters = limits.max_scaled_objects;
   meter_options.idle = limits.idle;
+  meter_options.open_periods_path =
+      !open_periods_path.empty() ? open_periods_path
+                                 : (spool_path.empty() ? std::string() : spool_path + ".open");
+  meter_options.open_periods_interval = std::chrono::seconds(open_periods_interval_s);
   ActivityMeter meter(meter_options, ledger.get(), config->prices, ActivityMeter::DefaultClock(),
                       &metrics);
   // Rows a previous run could only spool go to the ledger first; a spool that cannot be moved
@@ -149,11 +162,19 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
     spdlog::error("spool {} not replayed yet (kept): {}", spool_path, moved.status().message());
   else if (*moved > 0)
     spdlog::info("replayed {} spooled metered rows into the ledger {}", *moved, ledger_path);
-  ActivityHub hub(core, push, core_options.cache_ttl, [&] {
-    core.EvictIdle();
-    meter.EvictIdle();
-    push.EvictIdle(std::chrono::duration_cast<std::chrono::milliseconds>(limits.idle));
-  });
+  // Periods an earlier run left open (it was killed) are closed as of its last save.
+  if (Result<size_t> recovered = meter.RecoverOpenPeriods(); !recovered.ok())
+    spdlog::error("open metering periods: {}", recovered.status().message());
+  else if (*recovered > 0)
+    spdlog::info("wrote {} metered periods an earlier run left open", *recovered);
+  ActivityHub hub(
+      core, push, core_options.cache_ttl,
+      [&] {
+        core.EvictIdle();
+        meter.EvictIdle();
+        push.EvictIdle(std::chrono::duration_cast<std::chrono::milliseconds>(limits.idle));
+      },
+      std::chrono::seconds(std::min(10, open_periods_interval_s)));
   ExternalScalerService scaler(core, hub, &meter, &metrics);
   QueueDepthPushService push_service(push);
 

@@ -33,6 +33,11 @@ struct ActivityMeterOptions {
   std::string spool_path;
   size_t max_meters = 20000;       // ScaledObjects metered at once; the oldest is closed beyond
   std::chrono::seconds idle{900};  // a meter not read this long is closed and forgotten
+  // The open periods are saved here (atomically) at most this often, from the housekeeping, so
+  // a SIGKILL loses at most this much metered time per ScaledObject (times its replicas): the
+  // next start writes the saved periods as rows (RecoverOpenPeriods). Empty: not saved.
+  std::string open_periods_path;
+  std::chrono::seconds open_periods_interval{10};
 };
 
 // A metered period of a ScaledObject, before pricing.
@@ -47,8 +52,11 @@ struct MeteredPeriod {
   double reserved_gpu_seconds = 0;  // what the reservation it replaces would have held
   nlohmann::json evidence = nlohmann::json::object();  // usd_per_gpu_hour is added
 };
-// Its priced metered_period row (id: namespace, ScaledObject and the period in ms, so a repeat
-// of the same period is one row); an error for GPU time or money out of range.
+// Its priced metered_period row; an error for GPU time or money out of range. The id holds the
+// namespace, the ScaledObject and the period's start in ms: a ScaledObject's periods never
+// share a start, so a repeat of a period is one row, and a period recovered after a crash whose
+// row the crashed run had written after all (with a later end) is refused as ALREADY_EXISTS,
+// never charged twice.
 Result<LedgerAction> MeteredPeriodRow(const MeteredPeriod& period, double usd_per_gpu_hour);
 
 class ActivityMeter final : public DepthObserver {
@@ -68,6 +76,15 @@ class ActivityMeter final : public DepthObserver {
   void EvictIdle();
   // Moves what the spool holds (an earlier run's rows too) to the ledger now.
   Result<size_t> MoveSpooled();
+  // At start: the periods an earlier run saved (open_periods_path) and could not close (it was
+  // killed) become rows, ending when they were saved; then the file is removed. Returns the
+  // rows written. A period whose row the earlier run wrote after saving it is already in the
+  // ledger (same id): not written again. A file that cannot be read is moved aside
+  // (<path>.corrupt) and said so; rows that reach neither the ledger nor the spool keep the
+  // file for the next start.
+  Result<size_t> RecoverOpenPeriods();
+  // Saves the open periods now (the housekeeping calls it every open_periods_interval).
+  Status SaveOpenPeriods();
   size_t meters() const;
   uint64_t spooled_rows() const;
   double metered_gpu_seconds(const std::string& cost_center) const;
@@ -88,16 +105,22 @@ class ActivityMeter final : public DepthObserver {
   // False when the row could be persisted nowhere (the period then stays open).
   bool WriteRowLocked(Meter& m, double now);
   void ForgetLocked(std::map<std::string, Meter, std::less<>>::iterator it);
+  Status SaveOpenPeriodsLocked(double now);
+  MeteredPeriod PeriodOf(const Meter& m, double end_s) const;
+  // The priced row of `period`, or an error naming why it cannot be charged.
+  Result<LedgerAction> PricedRow(const MeteredPeriod& period) const;
 
   const ActivityMeterOptions options_;
-  LedgerSink* ledger_;
+  LedgerSink* ledger_;        // what rows are appended to: the spooling sink when there is one
+  LedgerSink* inner_ledger_;  // the ledger (or service) itself
   const PriceBook& prices_;
   const Clock clock_;
   ScalerMetrics* metrics_;
   mutable std::mutex mu_;
   std::map<std::string, Meter, std::less<>> meters_;  // by namespace/name
   std::map<std::string, double, std::less<>> gpu_seconds_by_cost_center_;
-  size_t active_ = 0;                           // meters with replicas > 0
+  size_t active_ = 0;  // meters with replicas > 0
+  double open_periods_saved_s_ = 0;
   std::optional<SpoolingLedgerSink> spooling_;  // ledger_ points here when there is a spool
 };
 

@@ -224,7 +224,7 @@ TEST_F(LedgerRpcTest, EachWriterAppendsOnlyItsOwnKindsAndIds) {
   repeated.kind = ActionKind::kMeteredPeriod;
   r = scaler->Append(repeated);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists);
   EXPECT_NE(r.status().message().find("is recorded with metered \"6880000000\"; this one has "
                                       "\"1\""),
             std::string::npos)

@@ -105,7 +105,7 @@ TEST_F(LedgerTest, ARepeatedIdWithOtherContentIsRefusedNamingBothValues) {
       Action("other", ActionKind::kActivation, ActionStatus::kApplied, "w", "cc"), squatted};
   Result<size_t> r = ledger_->Append(batch);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists);
   EXPECT_NE(r.status().message().find("\"usage/ns/w/1\" is recorded with allocated \"6880000\"; "
                                       "this one has \"0\""),
             std::string::npos)

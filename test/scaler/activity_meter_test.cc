@@ -6,6 +6,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "test/support/money_util.h"
@@ -67,6 +69,73 @@ TEST_F(ActivityMeterTest, MetersHeldReplicaEstimatesAndWritesAPricedRowOnScaleTo
   EXPECT_EQ(s->groups[0].metered, gpuvpa::testing::Cost(540'000, 2.64));
   EXPECT_EQ(s->groups[0].reserved, gpuvpa::testing::Cost(100 * 3 * 2 * 1000, 2.64))
       << "peak 3 replicas for 100 s";
+}
+
+// A scaler killed with a period open: the next start writes the period as saved (every 10 s
+// by the housekeeping), so at most the time since the last save is lost; a period whose row
+// the killed run wrote after its save is not charged twice; a clean stop leaves nothing to
+// recover.
+TEST_F(ActivityMeterTest, AKilledRunsOpenPeriodsAreWrittenByTheNextStartOnce) {
+  ActivityMeterOptions o = FlushEvery(std::chrono::seconds(3600));
+  o.open_periods_path = tmp_.Path("metered.open");
+  o.open_periods_interval = std::chrono::seconds(10);
+  {
+    ActivityMeter killed(o, ledger_.get(), prices_, [&] { return now_; });
+    killed.OnDepth(config_, 11);  // 3 replicas x 2 GPUs from now on
+    for (int i = 0; i < 10; ++i) {
+      now_ += 10;
+      killed.OnDepth(config_, 11);
+      killed.EvictIdle();  // the housekeeping: saves at t = 10, 20, ..., 100
+    }
+    now_ += 7;  // 7 s more, then SIGKILL: the meter is gone without FlushAll
+    killed.OnDepth(config_, 11);
+  }
+  EXPECT_EQ(*ledger_->CountRows(), 0);
+  ActivityMeter next(o, ledger_.get(), prices_, [&] { return now_; });
+  Result<size_t> recovered = next.RecoverOpenPeriods();
+  ASSERT_TRUE(recovered.ok()) << recovered.status().message();
+  EXPECT_EQ(*recovered, 1u);
+  EXPECT_FALSE(std::filesystem::exists(o.open_periods_path));
+  Result<Showback> s = ledger_->QueryShowback({});
+  ASSERT_TRUE(s.ok());
+  // 100 s of 3 replicas x 2 GPUs were saved; the last 7 s were lost (at most the interval).
+  EXPECT_EQ(s->total.metered_gpu_time, 100 * 3 * 2 * 1000);
+  EXPECT_EQ(s->total.metered, testing::Cost(600'000, 2.64));
+  EXPECT_EQ(*next.RecoverOpenPeriods(), 0u) << "nothing left";
+
+  // The killed run wrote its row (scale to zero) after its last save, then died.
+  config_.name = "second";
+  {
+    ActivityMeter killed(o, ledger_.get(), prices_, [&] { return now_; });
+    killed.OnDepth(config_, 6);  // 2 replicas
+    now_ += 10;
+    killed.EvictIdle();  // saved: its first 10 s
+    now_ += 5;
+    killed.OnDepth(config_, 0);  // scaled to zero: the row of all 15 s is written
+  }
+  EXPECT_EQ(*ledger_->CountRows(), 2);
+  ActivityMeter again(o, ledger_.get(), prices_, [&] { return now_; });
+  EXPECT_EQ(*again.RecoverOpenPeriods(), 0u) << "the saved period's row exists: not twice";
+  EXPECT_EQ(*ledger_->CountRows(), 2);
+  EXPECT_EQ(ledger_->QueryShowback({})->total.metered_gpu_time, (100 * 3 * 2 + 15 * 2 * 2) * 1000);
+  EXPECT_NE(log_.str().find("closed by the earlier run already"), std::string::npos) << log_.str();
+  // A clean stop: FlushAll closes everything and leaves no file.
+  {
+    ActivityMeter clean(o, ledger_.get(), prices_, [&] { return now_; });
+    clean.OnDepth(config_, 6);
+    now_ += 10;
+    clean.EvictIdle();
+    EXPECT_TRUE(std::filesystem::exists(o.open_periods_path));
+    now_ += 1;
+    ASSERT_TRUE(clean.FlushAll().ok());
+  }
+  EXPECT_FALSE(std::filesystem::exists(o.open_periods_path));
+  // A corrupt file is moved aside and said so.
+  std::ofstream(o.open_periods_path) << "{\"version\": 1, \"periods\": [{\"namespace\": 3}]}";
+  ActivityMeter after(o, ledger_.get(), prices_, [&] { return now_; });
+  Result<size_t> refused = after.RecoverOpenPeriods();
+  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
+  EXPECT_TRUE(std::filesystem::exists(o.open_periods_path + ".corrupt"));
 }
 
 TEST_F(ActivityMeterTest, WorkedExampleTwoHoursADayForAMonth) {

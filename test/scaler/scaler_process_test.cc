@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -136,6 +138,73 @@ void MeterSomeActivity(int port) {
     EXPECT_TRUE(r.result());
     std::this_thread::sleep_for(milliseconds(400));
   }
+}
+
+// Issue 23, finding 11: a SIGKILLed scaler lost every open metering period (rows flush hourly).
+// Now the open periods are saved every --open-periods-interval and the next start writes them:
+// 30 kills at random moments of an active ScaledObject (3 replicas), then a clean stop. The
+// ledger holds every run's active time but at most one interval (plus the housekeeping's
+// jitter) per kill, and never more than the time it was active: nothing twice.
+TEST(ScalerProcessTest, ThirtyKillsWithOpenPeriodsLoseAtMostOneSaveIntervalEach) {
+  testing::ScopedTempDir tmp;
+  std::mt19937 rng(11);
+  double active_s = 0;
+  const auto ref = Ref("agent", {{"source", "push"},
+                                 {"queueName", "agent-tasks"},
+                                 {"costCenter", "ai-agents"},
+                                 {"gpuModel", "H100-80GB"}});
+  auto start = [&](int port) {
+    return testing::SpawnProcess(
+        {kScaler, "serve", "--listen", "127.0.0.1:" + std::to_string(port), "--metrics-listen", "",
+         "--ledger", tmp.Path("ledger.db"), "--spool", tmp.Path("metered.spool"),
+         "--open-periods-interval", "1", "--log-level", "warn"},
+        tmp.Path("scaler.log"));
+  };
+  constexpr int kKills = 30;
+  for (int k = 0; k <= kKills; ++k) {
+    const int port = testing::FreeLocalPort();
+    pid_t pid = start(port);
+    ASSERT_TRUE(testing::WaitForTcpPort(port, milliseconds(10000)))
+        << testing::ReadTextFile(tmp.Path("scaler.log"));
+    if (k == kKills) {  // the last run only takes over what the one before left open
+      ::kill(pid, SIGTERM);
+      ASSERT_EQ(testing::WaitForExit(pid, milliseconds(15000)), 0)
+          << testing::ReadTextFile(tmp.Path("scaler.log"));
+      break;
+    }
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                       grpc::InsecureChannelCredentials());
+    auto pusher = v1::QueueDepthPush::NewStub(channel);
+    auto stub = externalscaler::ExternalScaler::NewStub(channel);
+    grpc::ClientContext push_ctx;
+    v1::QueueDepthReport report;
+    report.set_queue_name("agent-tasks");
+    report.set_depth(12);  // 3 replicas at the default target of 5
+    v1::QueueDepthAck ack;
+    ASSERT_TRUE(pusher->Report(&push_ctx, report, &ack).ok());
+    const double run_s = 1.0 + static_cast<double>(rng() % 1000) / 1000;
+    const auto first = Clock::now();
+    while (std::chrono::duration<double>(Clock::now() - first).count() < run_s) {
+      grpc::ClientContext ctx;
+      externalscaler::IsActiveResponse r;
+      ASSERT_TRUE(stub->IsActive(&ctx, ref, &r).ok());
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    testing::KillProcess(pid);
+    active_s += std::chrono::duration<double>(Clock::now() - first).count();
+  }
+  Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(tmp.Path("ledger.db"));
+  ASSERT_TRUE(ledger.ok());
+  Result<Showback> s = (*ledger)->QueryShowback({});
+  ASSERT_TRUE(s.ok());
+  const double metered_s = static_cast<double>(s->total.metered_gpu_time) / 1000 / 3;
+  std::cout << "active " << active_s << " s over " << kKills << " killed runs; metered "
+            << metered_s << " s (3 replicas each)\n";
+  EXPECT_LE(metered_s, active_s + 0.5) << "nothing charged twice";
+  // Each kill loses at most the save interval (1 s) plus the housekeeping's jitter (0.5 s).
+  EXPECT_GE(metered_s, active_s - kKills * 1.5);
+  EXPECT_GE(metered_s, active_s * 0.25) << "the open periods were recovered at all";
+  EXPECT_FALSE(std::filesystem::exists(tmp.Path("metered.spool.open")));
 }
 
 // Finding 6: with the ledger's filesystem full at shutdown, the metered rows go to the spool,
