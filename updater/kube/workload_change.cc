@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <utility>
 
 #include "core/base/hmac.h"
 #include "core/base/names.h"
@@ -128,22 +129,17 @@ std::vector<LedgerAction> AppliedRows(const std::string& ns, const std::string& 
   return {applied, closed};
 }
 
+// The applied row reversed: before and after swapped, so realised savings are net of it.
 LedgerAction RollbackRow(const std::string& ns, const std::string& kind, const std::string& name,
                          const AppliedChange& c, int64_t time_s, const std::string& reason,
                          double vram_floor_bytes) {
-  LedgerAction row;
+  LedgerAction row = AppliedRows(ns, kind, name, c).front();
   row.action_id = "rollback:" + c.id;
   row.time_s = time_s;
   row.kind = ActionKind::kRollback;
-  row.status = ActionStatus::kApplied;
-  row.namespace_name = ns;
-  row.workload = kind + "/" + name + "/" + c.container;
-  row.cost_center = c.cost_center;
   row.gpu_model = c.from_model;
-  row.before = c.to_allocation;
-  row.after = c.from_allocation;
-  row.monthly_before = c.monthly_after;
-  row.monthly_after = c.monthly_before;
+  std::swap(row.before, row.after);
+  std::swap(row.monthly_before, row.monthly_after);
   row.evidence_json = json{{"reason", reason}, {"vram_floor_bytes", vram_floor_bytes}}.dump();
   return row;
 }
