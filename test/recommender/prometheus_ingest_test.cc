@@ -245,6 +245,9 @@ TEST_F(PrometheusIngestTest, RecommendationsMatchTheSamplesComputedDirectly) {
   EXPECT_DOUBLE_EQ(trainer->vram_history_peak_bytes(), 25990 * kMiB);
   EXPECT_DOUBLE_EQ(trainer->sm_p90_ratio(), expected.sm_p90_ratio);
   EXPECT_EQ(trainer->sample_count(), static_cast<uint64_t>(kHours * 60 + 1));
+  // Charged time from real Prometheus: each sample stands for the gap to the one before it (one
+  // step here), the first for one step: the wall-clock time the GPU was held.
+  EXPECT_DOUBLE_EQ(trainer->allocated_gpu_hours(), (kHours * 60 + 1) * 60.0 / 3600);
 
   // MIG: the profile from the request, SM from GR_ENGINE_ACTIVE, capped by the instance.
   const v1::Recommendation* mig = Find(*snap, "inf", "StatefulSet", "embed");
