@@ -94,7 +94,11 @@ Status AppendDurably(const std::string& path, std::string text) {
   if (fd < 0) return ErrnoError("spool " + path + ": open", errno);
   const off_t start = ::lseek(fd, 0, SEEK_END);
   char last = '\n';
-  if (start > 0 && ::pread(fd, &last, 1, start - 1) == 1 && last != '\n') text.insert(0, "\n");
+  if (start > 0 && ::pread(fd, &last, 1, start - 1) == 1 && last != '\n') {
+    std::string ended = "\n";
+    ended += text;
+    text.swap(ended);
+  }
   size_t off = 0;
   while (off < text.size()) {
     const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
