@@ -1,6 +1,11 @@
 // Server construction with TLS / mTLS credentials from files.
 #include "core/net/grpc_server.h"
 
+#include <grpcpp/ext/health_check_service_server_builder_option.h>
+
+#include <chrono>
+#include <thread>
+
 #include "core/base/atomic_file.h"
 
 namespace gpuvpa {
@@ -37,6 +42,41 @@ grpc::Status ToGrpcStatus(const Status& status) {
   return {grpc::StatusCode::INTERNAL, status.message()};
 }
 
+grpc::Status HealthOnlyService::Check(grpc::ServerContext*,
+                                      const grpc::health::v1::HealthCheckRequest* request,
+                                      grpc::health::v1::HealthCheckResponse* response) {
+  if (!request->service().empty())
+    return {grpc::StatusCode::NOT_FOUND, "unknown service " + request->service()};
+  response->set_status(serving_ ? grpc::health::v1::HealthCheckResponse::SERVING
+                                : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  return grpc::Status::OK;
+}
+
+grpc::Status HealthOnlyService::Watch(
+    grpc::ServerContext* context, const grpc::health::v1::HealthCheckRequest* request,
+    grpc::ServerWriter<grpc::health::v1::HealthCheckResponse>* writer) {
+  grpc::health::v1::HealthCheckResponse response;
+  if (!request->service().empty()) {
+    response.set_status(grpc::health::v1::HealthCheckResponse::SERVICE_UNKNOWN);
+    writer->Write(response);
+    return grpc::Status::OK;
+  }
+  bool sent_serving = false, first = true;
+  // Ends when the client leaves, and once NOT_SERVING is sent (the server is shutting down).
+  while (!context->IsCancelled()) {
+    const bool serving = serving_;
+    if (first || serving != sent_serving) {
+      response.set_status(serving ? grpc::health::v1::HealthCheckResponse::SERVING
+                                  : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+      if (!writer->Write(response) || !serving) break;
+      sent_serving = serving;
+      first = false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return grpc::Status::OK;
+}
+
 Result<RunningServer> StartServer(const ServerOptions& options,
                                   const std::vector<grpc::Service*>& services) {
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
@@ -59,9 +99,15 @@ Result<RunningServer> StartServer(const ServerOptions& options,
   } else if (!options.client_ca_file.empty()) {
     return InvalidArgumentError("a client CA (mTLS) needs a server certificate and key");
   }
+  if (services.empty())
+    return InvalidArgumentError(
+        "a gRPC server on " + options.listen_address +
+        " needs at least one service (for health alone: HealthOnlyService)");
   // grpc.health.v1.Health: "" and every registered service SERVING until shutdown.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
+  if (!options.default_health_service)
+    builder.SetOption(std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
   int port = 0;
   builder.AddListeningPort(options.listen_address, credentials, &port);
   grpc::ResourceQuota quota("gpuvpa-grpc");
@@ -72,8 +118,9 @@ Result<RunningServer> StartServer(const ServerOptions& options,
   RunningServer running;
   running.server = builder.BuildAndStart();
   if (!running.server || port == 0)
-    return UnavailableError("cannot listen on " + options.listen_address +
-                            " (address in use or TLS material invalid)");
+    return UnavailableError("gRPC could not start a server on " + options.listen_address +
+                            ": the address is in use or not one to listen on, or the TLS "
+                            "material is invalid (gRPC's own log line above says which)");
   running.port = port;
   return running;
 }

@@ -181,11 +181,13 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   Result<RunningServer> running = StartServer(server, {&scaler, &push_service});
   if (!running.ok()) return fail(running.status());
   Result<RunningServer> health_server = RunningServer{};
+  HealthOnlyService health_only;
   if (!health_listen.empty()) {
     ServerOptions plain;
     plain.listen_address = health_listen;
     plain.max_threads = 4;
-    health_server = StartServer(plain, {});
+    plain.default_health_service = false;
+    health_server = StartServer(plain, {&health_only});
     if (!health_server.ok()) return fail(health_server.status());
   }
   spdlog::info("serving ExternalScaler, QueueDepthPush and grpc.health.v1 on port {} ({}){}",
@@ -201,6 +203,7 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
     if (r->server)
       if (grpc::HealthCheckServiceInterface* health = r->server->GetHealthCheckService())
         health->Shutdown();
+  health_only.SetNotServing();
   hub.Shutdown();  // streams end with OK: KEDA resets its reconnect backoff
   // In-flight reads end by the source timeout; after that (and a margin) the rest is cancelled.
   running->server->Shutdown(std::chrono::system_clock::now() +

@@ -25,6 +25,7 @@
 #include "test/support/redis_server.h"
 #include "test/support/scripted_http_server.h"
 #include "test/support/temp_dir.h"
+#include "test/support/test_certs.h"
 
 namespace gpuvpa::scaler {
 namespace {
@@ -138,6 +139,59 @@ void MeterSomeActivity(int port) {
     EXPECT_TRUE(r.result());
     std::this_thread::sleep_for(milliseconds(400));
   }
+}
+
+// Issue 24, finding 1: the manifest starts the scaler with --health-listen (a plaintext port
+// for Kubernetes' gRPC probes beside the mTLS one), and the process exited at once: gRPC cannot
+// start a server with no service of its own. Started with the manifest's TLS flags and a
+// health port, it serves grpc.health.v1 there (SERVING, NOT_FOUND for a named service), the
+// main port still refuses a client without a certificate, and SIGTERM turns the probe
+// NOT_SERVING before the process exits 0.
+TEST(ScalerProcessTest, TheHealthPortOfTheManifestServesProbesBesideTheMtlsPort) {
+  testing::ScopedTempDir tmp;
+  std::string error;
+  ASSERT_TRUE(testing::MakeTestCertificates(tmp.dir().string(), &error)) << error;
+  const int port = testing::FreeLocalPort(), health_port = testing::FreeLocalPort();
+  pid_t pid = testing::SpawnProcess(
+      {kScaler, "serve", "--listen=127.0.0.1:" + std::to_string(port), "--metrics-listen", "",
+       "--health-listen=127.0.0.1:" + std::to_string(health_port),
+       "--tls-cert=" + tmp.Path("server.pem"), "--tls-key=" + tmp.Path("server.key"),
+       "--client-ca=" + tmp.Path("ca.pem")},
+      tmp.Path("scaler.log"));
+  ASSERT_TRUE(testing::WaitForTcpPort(health_port, milliseconds(10000)))
+      << testing::ReadTextFile(tmp.Path("scaler.log"));
+  auto health = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(health_port), grpc::InsecureChannelCredentials()));
+  auto check = [&](const std::string& service, grpc::health::v1::HealthCheckResponse* r) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    return health->Check(&ctx, request, r);
+  };
+  grpc::health::v1::HealthCheckResponse r;
+  ASSERT_TRUE(check("", &r).ok());
+  EXPECT_EQ(r.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(check("no.such.Service", &r).error_code(), grpc::StatusCode::NOT_FOUND);
+  // The main port: mTLS, so a plaintext client (a probe) gets nowhere there.
+  auto main_health = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    grpc::health::v1::HealthCheckResponse ignored;
+    EXPECT_EQ(main_health->Check(&ctx, {}, &ignored).error_code(), grpc::StatusCode::UNAVAILABLE);
+  }
+  // A watcher sees SERVING, then NOT_SERVING once SIGTERM arrives.
+  grpc::ClientContext watch_ctx;
+  auto watch = health->Watch(&watch_ctx, {});
+  ASSERT_TRUE(watch->Read(&r));
+  EXPECT_EQ(r.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  ::kill(pid, SIGTERM);
+  ASSERT_TRUE(watch->Read(&r));
+  EXPECT_EQ(r.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(testing::WaitForExit(pid, milliseconds(10000)), 0)
+      << testing::ReadTextFile(tmp.Path("scaler.log"));
 }
 
 // Issue 23, finding 11: a SIGKILLed scaler lost every open metering period (rows flush hourly).
