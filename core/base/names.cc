@@ -122,6 +122,12 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+bool IsDisplayableText(std::string_view text) {
+  for (char c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  return IsValidUtf8(text);
+}
+
 std::string SanitizeText(std::string_view text, size_t max_bytes) {
   std::string out;
   out.reserve(std::min(text.size(), max_bytes));
@@ -174,9 +180,7 @@ Status ValidateLabelText(std::string_view field, std::string_view value) {
   if (value.empty() || value.size() > kMaxSubdomain)
     return Invalid(field, value, "1 to 253 bytes long");
   if (!IsValidUtf8(value)) return Invalid(field, value, "valid UTF-8");
-  for (char c : value)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      return Invalid(field, value, "free of control characters");
+  if (!IsDisplayableText(value)) return Invalid(field, value, "free of control characters");
   return OkStatus();
 }
 

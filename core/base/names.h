@@ -19,6 +19,9 @@ bool IsDns1123Subdomain(std::string_view name);
 // An owner kind such as Deployment: [A-Za-z][A-Za-z0-9]*, at most 63.
 bool IsKindName(std::string_view kind);
 bool IsValidUtf8(std::string_view text);
+// Valid UTF-8 without control characters (C0 and DEL): text that shows safely in a table, a
+// CSV or a terminal.
+bool IsDisplayableText(std::string_view text);
 // `text` made safe to store and show (a message from a peer: an API error page, a server's
 // answer): bytes that are not UTF-8 become '?', control characters a space, and it is cut at
 // a character boundary to at most `max_bytes`.

@@ -153,11 +153,6 @@ const char* GroupColumn(ShowbackGroup g) {
 Status ValidateLedgerAction(const LedgerAction& a) {
   if (a.action_id.empty()) return InvalidArgumentError("ledger action: action_id is empty");
   const std::string who = "ledger action " + QuoteForError(a.action_id);
-  auto displayable = [](std::string_view text) {
-    for (unsigned char c : text)
-      if (c < 0x20 || c == 0x7f) return false;
-    return IsValidUtf8(text);
-  };
   const std::tuple<const char*, const std::string*, size_t, bool> texts[] = {
       {"action_id", &a.action_id, kMaxLedgerIdBytes, true},
       {"namespace", &a.namespace_name, kMaxLedgerTextBytes, true},
@@ -174,7 +169,7 @@ Status ValidateLedgerAction(const LedgerAction& a) {
     if (value->size() > max_bytes)
       return InvalidArgumentError(who + ": " + field + " is " + std::to_string(value->size()) +
                                   " bytes, more than " + std::to_string(max_bytes));
-    if (!displayable(*value))
+    if (!IsDisplayableText(*value))
       return InvalidArgumentError(who + ": " + field + " " + QuoteForError(*value) +
                                   " is not UTF-8 text without control characters");
   }

@@ -2,6 +2,7 @@
 #include "core/cost/ledger_rpc.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 
 #include "core/base/names.h"
@@ -18,11 +19,16 @@ const LedgerWriter kScaler{
     "scaler",
     {ActionKind::kMeteredPeriod, ActionKind::kActivation, ActionKind::kDeactivation},
     {"metered/"}};
-const LedgerWriter kLocal{
-    "a local client without a certificate",
-    {ActionKind::kRecommendation, ActionKind::kAppliedChange, ActionKind::kRollback,
-     ActionKind::kMeteredPeriod, ActionKind::kActivation, ActionKind::kDeactivation},
-    {"recommendation/", "apply:", "rollback:", "metered/"}};
+// A local client may append what any component may.
+LedgerWriter UnionOf(std::string_view component, std::initializer_list<const LedgerWriter*> of) {
+  LedgerWriter out{component, {}, {}};
+  for (const LedgerWriter* w : of) {
+    out.kinds.insert(out.kinds.end(), w->kinds.begin(), w->kinds.end());
+    out.id_prefixes.insert(out.id_prefixes.end(), w->id_prefixes.begin(), w->id_prefixes.end());
+  }
+  return out;
+}
+const LedgerWriter kLocal = UnionOf("a local client without a certificate", {&kUpdater, &kScaler});
 
 bool IsLoopbackPeer(std::string_view peer) {
   return peer.starts_with("ipv4:127.") || peer.starts_with("ipv6:[::1]") ||

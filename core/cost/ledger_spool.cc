@@ -156,13 +156,13 @@ IsolatedAppend AppendOrDeadLetter(LedgerSink& sink, std::span<const LedgerAction
     return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kAlreadyExists;
   };
   Result<size_t> all = sink.Append(rows);
-  if (all.ok() || !poison(all.status())) {
-    if (all.ok()) {
-      out.added = *all;
-      out.done = rows.size();
-    } else {
-      out.error = all.status();
-    }
+  if (all.ok()) {
+    out.added = *all;
+    out.done = rows.size();
+    return out;
+  }
+  if (!poison(all.status())) {
+    out.error = all.status();
     return out;
   }
   for (const LedgerAction& row : rows) {

@@ -534,24 +534,23 @@ void ReconcileRollbackRow(ChangeContext& ctx, const std::string& ns, const std::
   if (it == annotations.end() || !it->is_string()) return;
   const json text = json::parse(it->get<std::string>(), nullptr, false);
   if (!text.is_object() || !text.contains("change")) return;  // an older build's
-  Result<json> verified = VerifiedAnnotation(text, ctx.change_key, kRolledBackAnnotation);
-  const json rolled_back = verified.ok() ? *verified : json::object();
-  Result<AppliedChange> change =
-      verified.ok()
-          ? AppliedChange::FromSignedJson(rolled_back.value("change", json()), ctx.change_key)
-          : Result<AppliedChange>(verified.status());
-  const json time = rolled_back.value("time", json());
-  const json floor = rolled_back.value("vramFloorBytes", json());
-  const json reason = rolled_back.value("reason", json());
-  Result<double> at = time.is_string() ? ParseTimestamp(time.get<std::string>())
-                                       : Result<double>(InvalidArgumentError("no time"));
-  if (!change.ok() || !at.ok() || !floor.is_number() || !reason.is_string()) {
+  auto unreadable = [&] {
     spdlog::warn(
         "{} {}/{}: annotation {} not readable or not signed; its rollback row is not "
         "written again",
         kind, ns, name, kRolledBackAnnotation);
-    return;
-  }
+  };
+  Result<json> rolled_back = VerifiedAnnotation(text, ctx.change_key, kRolledBackAnnotation);
+  if (!rolled_back.ok()) return unreadable();
+  Result<AppliedChange> change =
+      AppliedChange::FromSignedJson(rolled_back->value("change", json()), ctx.change_key);
+  const json time = rolled_back->value("time", json());
+  const json floor = rolled_back->value("vramFloorBytes", json());
+  const json reason = rolled_back->value("reason", json());
+  if (!change.ok() || !time.is_string() || !floor.is_number() || !reason.is_string())
+    return unreadable();
+  Result<double> at = ParseTimestamp(time.get<std::string>());
+  if (!at.ok()) return unreadable();
   Append(ctx, {RollbackRow(ns, kind, name, *change, static_cast<int64_t>(*at),
                            reason.get<std::string>(), floor.get<double>())});
 }

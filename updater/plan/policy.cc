@@ -68,7 +68,7 @@ Status ReadProduction(const YAML::Node& node, ProductionSelector& out) {
     if (!values.ok()) return values.status();
     if (values->empty()) return lf.Error("is an empty list");
     for (const std::string& v : *values)
-      if (v.empty() || v.find_first_not_of('*') == std::string::npos)
+      if (!IsUsableSelectorEntry(v))
         return lf.Error("holds " + QuoteForError(v) + ", which is not a usable entry");
     to.insert(to.end(), values->begin(), values->end());
     return OkStatus();

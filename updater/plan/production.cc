@@ -42,7 +42,7 @@ Status CheckList(const std::vector<std::string>& list, std::string_view what) {
     return InvalidArgumentError("production selector: " + std::string(what) +
                                 " is empty (an empty selector would protect nothing)");
   for (const std::string& entry : list)
-    if (entry.empty() || entry.find_first_not_of('*') == std::string::npos)
+    if (!IsUsableSelectorEntry(entry))
       return InvalidArgumentError("production selector: " + std::string(what) + " holds " +
                                   QuoteForError(entry) + ", which is not a usable entry");
   return OkStatus();
@@ -99,6 +99,10 @@ bool GlobMatches(std::string_view pattern, std::string_view text) {
   }
   while (p < pattern.size() && pattern[p] == '*') ++p;
   return p == pattern.size();
+}
+
+bool IsUsableSelectorEntry(std::string_view entry) {
+  return entry.find_first_not_of('*') != std::string_view::npos;
 }
 
 bool OptOutValue(std::string_view value) {

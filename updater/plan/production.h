@@ -52,6 +52,10 @@ struct ProductionSelector {
 // '*' globs only; no other metacharacter.
 bool GlobMatches(std::string_view pattern, std::string_view text);
 
+// A usable list entry of a selector: not empty, and not only '*' (which would match every
+// namespace by accident of a typo).
+bool IsUsableSelectorEntry(std::string_view entry);
+
 // Whether an opt-out annotation's value opts out (anything but a recognised false).
 bool OptOutValue(std::string_view value);
 
