@@ -2,8 +2,27 @@
 #include "core/net/grpc_client.h"
 
 #include "core/base/atomic_file.h"
+#include "core/net/address_map.h"
 
 namespace gpuvpa {
+namespace {
+
+// A channel to `address`, or to where GPUVPA_TEST_ADDRESS_MAP sends it with the TLS name check
+// still made against the written host.
+std::shared_ptr<grpc::Channel> Channel(const std::string& address,
+                                       const std::shared_ptr<grpc::ChannelCredentials>& creds) {
+  std::optional<std::string> mapped = MappedAddress(address);
+  if (!mapped) return grpc::CreateChannel(address, creds);
+  grpc::ChannelArguments args;
+  const size_t colon = address.rfind(':');
+  std::string host = address.substr(0, colon == std::string::npos ? address.size() : colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  args.SetSslTargetNameOverride(host);
+  return grpc::CreateCustomChannel(*mapped, creds, args);
+}
+
+}  // namespace
 
 Result<std::shared_ptr<grpc::Channel>> MakeClientChannel(const ClientChannelOptions& options) {
   if (options.address.empty()) return InvalidArgumentError("the gRPC address is empty");
@@ -14,7 +33,7 @@ Result<std::shared_ptr<grpc::Channel>> MakeClientChannel(const ClientChannelOpti
     if (!options.client_cert_file.empty())
       return InvalidArgumentError("a client certificate without a CA file (" + options.address +
                                   "): mTLS needs the server's CA");
-    return grpc::CreateChannel(options.address, grpc::InsecureChannelCredentials());
+    return Channel(options.address, grpc::InsecureChannelCredentials());
   }
   grpc::SslCredentialsOptions tls;
   Result<std::string> ca = ReadWholeFile(options.ca_file);
@@ -28,7 +47,7 @@ Result<std::shared_ptr<grpc::Channel>> MakeClientChannel(const ClientChannelOpti
     tls.pem_cert_chain = *std::move(cert);
     tls.pem_private_key = *std::move(key);
   }
-  return grpc::CreateChannel(options.address, grpc::SslCredentials(tls));
+  return Channel(options.address, grpc::SslCredentials(tls));
 }
 
 }  // namespace gpuvpa

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/base/atomic_file.h"
+#include "core/net/address_map.h"
 
 namespace gpuvpa {
 
@@ -109,7 +110,7 @@ Result<RunningServer> StartServer(const ServerOptions& options,
   if (!options.default_health_service)
     builder.SetOption(std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
   int port = 0;
-  builder.AddListeningPort(options.listen_address, credentials, &port);
+  builder.AddListeningPort(SocketAddress(options.listen_address), credentials, &port);
   grpc::ResourceQuota quota("gpuvpa-grpc");
   quota.SetMaxThreads(options.max_threads);
   builder.SetResourceQuota(quota);

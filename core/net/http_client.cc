@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/base/atomic_file.h"
+#include "core/net/address_map.h"
 
 namespace gpuvpa {
 namespace {
@@ -258,8 +259,9 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     timer_.async_wait([self = shared_from_this()](const ErrorCode& ec) {
       if (!ec) self->resolver_.cancel();
     });
+    const SocketTarget target = SocketAddress(client_->url.host, client_->url.port);
     resolver_.async_resolve(
-        client_->url.host, std::to_string(client_->url.port),
+        target.host, target.port,
         [self = shared_from_this()](const ErrorCode& ec, tcp::resolver::results_type results) {
           self->timer_.cancel();
           if (ec) return self->Fail("resolve " + self->client_->url.host, ec);

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <thread>
 
+#include "core/net/address_map.h"
+
 namespace gpuvpa {
 
 namespace asio = boost::asio;
@@ -79,8 +81,9 @@ struct HttpServer::Impl {
   }
 };
 
-Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen_address,
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& written_address,
                                                       Handler handler) {
+  const std::string listen_address = SocketAddress(written_address);
   const size_t colon = listen_address.rfind(':');
   if (colon == std::string::npos)
     return InvalidArgumentError("listen address \"" + listen_address + "\" is not host:port");

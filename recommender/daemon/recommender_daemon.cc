@@ -1,7 +1,6 @@
 // gpuvpa-recommender's poll loop, snapshot and metrics.
 #include "recommender/daemon/recommender_daemon.h"
 
-#include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -10,6 +9,7 @@
 #include "core/base/time_format.h"
 #include "core/base/workload_key.h"
 #include "core/gpu/gpu_catalog.h"
+#include "core/net/metrics_page.h"
 #include "recommender/checkpoint/checkpoint.h"
 #include "recommender/logic/usage_charges.h"
 #include "recommender/output/recommendation_format.h"
@@ -47,6 +47,7 @@ RecommenderDaemon::RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa)
       recommender_(RecOptions(config_)),
       snapshot_(std::make_shared<RecommendationSnapshot>()),
       registry_(std::make_shared<prometheus::Registry>()) {
+  RegisterBuildInfo(*registry_, "recommender");
   auto gauge = [&](const char* name, const char* help) {
     return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
   };
@@ -293,8 +294,7 @@ HttpServerResponse RecommenderDaemon::HandleHttp(const std::string& path) {
     const double saved = checkpoint_saved_s_.load();
     checkpoint_age_->Set(saved > 0 ? std::max(0.0, UnixNowSeconds() - saved) : 0);
     source_through_->Set(source_through_s_.load());
-    return {200, "text/plain; version=0.0.4; charset=utf-8",
-            prometheus::TextSerializer().Serialize(registry_->Collect())};
+    return MetricsPage(*registry_);
   }
   if (path == "/healthz") {
     // Alive: the loop has run within three intervals plus the longest poll it may take.

@@ -1,7 +1,6 @@
 // Serve command: wires config, ledger and spool, backends, services, TLS, health and /metrics.
 #include "scaler/cmd/serve_command.h"
 
-#include <prometheus/exposer.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -13,6 +12,7 @@
 #include "core/cost/ledger.h"
 #include "core/cost/ledger_rpc.h"
 #include "core/net/grpc_server.h"
+#include "core/net/metrics_page.h"
 #include "scaler/config/scaler_config.h"
 #include "scaler/service/activity_hub.h"
 #include "scaler/service/activity_meter.h"
@@ -129,14 +129,17 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   }
   auto registry = std::make_shared<prometheus::Registry>();
   ScalerMetrics metrics(registry, scaler_config->cost_centers);
-  std::unique_ptr<prometheus::Exposer> exposer;
+  RegisterBuildInfo(*registry, "scaler");
+  std::unique_ptr<HttpServer> metrics_server;
   if (!metrics_listen.empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(metrics_listen);
-      exposer->RegisterCollectable(registry);
-    } catch (const std::exception& e) {
-      return fail(UnavailableError("cannot serve /metrics on " + metrics_listen + ": " + e.what()));
-    }
+    Result<std::unique_ptr<HttpServer>> started =
+        HttpServer::Start(metrics_listen, [registry](const std::string& path) {
+          return path == "/metrics"
+                     ? MetricsPage(*registry)
+                     : HttpServerResponse{404, "text/plain; charset=utf-8", "not found\n"};
+        });
+    if (!started.ok()) return fail(started.status());
+    metrics_server = std::move(started).value();
   }
   const ScalerLimits& limits = scaler_config->limits;
   PushDepthRegistry push{std::chrono::seconds(push_staleness_s), limits.max_push_queues};

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/net/address_map.h"
+
 namespace gpuvpa::scaler {
 namespace {
 
@@ -102,7 +104,8 @@ void RedisBackend::Drop(Connection& c) {
 }
 
 Status RedisBackend::Connect(Connection& c, Deadline deadline) {
-  c.ctx = redisConnectWithTimeout(config_.host.c_str(), config_.port, Remaining(deadline));
+  const SocketTarget target = SocketAddress(config_.host, static_cast<uint16_t>(config_.port));
+  c.ctx = redisConnectWithTimeout(target.host.c_str(), std::stoi(target.port), Remaining(deadline));
   if (c.ctx == nullptr || c.ctx->err) {
     const std::string why = c.ctx ? c.ctx->errstr : "out of memory";
     if (c.ctx != nullptr) redisFree(c.ctx);

@@ -1,7 +1,6 @@
 // gpuvpa-scaler's ExternalScaler over a real gRPC socket, with a real redis-server behind it.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <prometheus/exposer.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 
 #include "core/cost/price_book.h"
 #include "core/net/grpc_server.h"
+#include "core/net/metrics_page.h"
 #include "proto/externalscaler.grpc.pb.h"
 #include "proto/gpuvpa.grpc.pb.h"
 #include "scaler/service/activity_hub.h"
@@ -331,8 +331,9 @@ std::string HttpGet(int port, const std::string& path) {
 TEST_F(ExternalScalerTest, MetricsEndpointCountsRequestsReadsAndMeteredGpuTime) {
   auto registry = std::make_shared<prometheus::Registry>();
   ScalerMetrics metrics(registry, {"search"});
-  prometheus::Exposer exposer("127.0.0.1:0");
-  exposer.RegisterCollectable(registry);
+  Result<std::unique_ptr<HttpServer>> exposer = HttpServer::Start(
+      "127.0.0.1:0", [registry](const std::string&) { return MetricsPage(*registry); });
+  ASSERT_TRUE(exposer.ok()) << exposer.status().message();
   PriceBook prices;
   ActivityMeter meter({}, nullptr, prices, ActivityMeter::DefaultClock(), &metrics);
   Restart(milliseconds(5000), &metrics, &meter);
@@ -344,7 +345,7 @@ TEST_F(ExternalScalerTest, MetricsEndpointCountsRequestsReadsAndMeteredGpuTime) 
   EXPECT_EQ(IsActive(Ref({}), &active).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   std::this_thread::sleep_for(milliseconds(20));
   ASSERT_TRUE(IsActive(ref, &active).ok());  // accrues GPU time for the active replica
-  const std::string text = HttpGet(exposer.GetListeningPorts().at(0), "/metrics");
+  const std::string text = HttpGet((*exposer)->port(), "/metrics");
   EXPECT_NE(text.find("gpuvpa_scaler_requests_total{code=\"OK\",method=\"IsActive\"} 3"),
             std::string::npos)
       << text;
@@ -364,7 +365,7 @@ TEST_F(ExternalScalerTest, MetricsEndpointCountsRequestsReadsAndMeteredGpuTime) 
   redis_.Command({"RPUSH", "jobs2", "x"});
   ASSERT_TRUE(IsActive(stranger, &active).ok());
   ASSERT_TRUE(IsActive(stranger, &active).ok());
-  const std::string after = HttpGet(exposer.GetListeningPorts().at(0), "/metrics");
+  const std::string after = HttpGet((*exposer)->port(), "/metrics");
   EXPECT_EQ(after.find("team-not-configured"), std::string::npos);
   EXPECT_NE(after.find("gpuvpa_scaler_metered_gpu_seconds_total{cost_center=\"unallocated\"}"),
             std::string::npos)

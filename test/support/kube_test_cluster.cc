@@ -43,16 +43,12 @@ std::string KubeTestCluster::Kubeconfig(const std::string& token, const std::str
   return path;
 }
 
-KubeUser KubeTestCluster::UserFromManifests(const std::string& service_account) {
-  const std::filesystem::path base =
-      std::filesystem::path(GPUVPA_SOURCE_DIR) / "deploy" / "kubernetes" / "base";
-  const std::string ns =
-      YAML::LoadFile((base / "kustomization.yaml").string())["namespace"].as<std::string>();
-  std::vector<YAML::Node> docs;
-  for (const auto& entry : std::filesystem::directory_iterator(base))
-    if (entry.path().extension() == ".yaml")
-      for (const YAML::Node& doc : YAML::LoadAllFromFile(entry.path().string()))
-        if (doc.IsMap() && doc["kind"]) docs.push_back(doc);
+namespace {
+
+// The rules bound to `service_account` of `ns` among `docs`: ClusterRoles through
+// ClusterRoleBindings, Roles through RoleBindings (namespaced to `ns`).
+KubeUser BoundUser(const std::vector<YAML::Node>& docs, const std::string& ns,
+                   const std::string& service_account) {
   auto bound = [&](const std::string& binding_kind, const std::string& role_kind,
                    const std::string& role) {
     for (const YAML::Node& b : docs) {
@@ -86,9 +82,53 @@ KubeUser KubeTestCluster::UserFromManifests(const std::string& service_account) 
   return user;
 }
 
+}  // namespace
+
+KubeUser KubeTestCluster::UserFromManifests(const std::string& service_account) {
+  const std::filesystem::path base =
+      std::filesystem::path(GPUVPA_SOURCE_DIR) / "deploy" / "kubernetes" / "base";
+  const std::string ns =
+      YAML::LoadFile((base / "kustomization.yaml").string())["namespace"].as<std::string>();
+  std::vector<YAML::Node> docs;
+  for (const auto& entry : std::filesystem::directory_iterator(base))
+    if (entry.path().extension() == ".yaml")
+      for (const YAML::Node& doc : YAML::LoadAllFromFile(entry.path().string()))
+        if (doc.IsMap() && doc["kind"]) docs.push_back(doc);
+  return BoundUser(docs, ns, service_account);
+}
+
+KubeUser KubeTestCluster::UserFromRendered(const std::string& rendered_yaml,
+                                           const std::string& service_account) {
+  std::vector<YAML::Node> docs;
+  std::string ns;
+  for (const YAML::Node& doc : YAML::LoadAll(rendered_yaml)) {
+    if (!doc.IsMap() || !doc["kind"]) continue;
+    docs.push_back(doc);
+    if (doc["kind"].as<std::string>() == "ServiceAccount" &&
+        doc["metadata"]["name"].as<std::string>() == service_account)
+      ns = doc["metadata"]["namespace"].as<std::string>();
+  }
+  return BoundUser(docs, ns, service_account);
+}
+
 std::string KubeTestCluster::KubectlPath() {
   if (const char* env = std::getenv("GPUVPA_KUBECTL"); env != nullptr && *env != '\0') return env;
   return std::string(GPUVPA_SOURCE_DIR) + "/build-tools/kubernetes-client/usr/bin/kubectl";
+}
+
+std::string KubeTestCluster::RenderingKubectlPath() {
+  if (const char* env = std::getenv("GPUVPA_KUBECTL_RENDER"); env != nullptr && *env != '\0')
+    return env;
+  return "kubectl";
+}
+
+std::string KubeTestCluster::Kustomize(const std::string& dir, int* rc, std::string* warnings) {
+  ScopedTempDir tmp;
+  const std::string err = tmp.Path("stderr");
+  std::string out =
+      RunShell("{ '" + RenderingKubectlPath() + "' kustomize '" + dir + "' 2>'" + err + "'; }", rc);
+  *warnings = ReadTextFile(err);
+  return out;
 }
 
 std::string KubeTestCluster::Kubectl(const std::string& args, int* rc, const std::string& token) {

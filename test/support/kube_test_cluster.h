@@ -26,6 +26,13 @@ class KubeTestCluster {
   // Debian's kubectl 1.20 (deploy/setup-deps.sh --with-browser extracts it into build-tools/;
   // GPUVPA_KUBECTL overrides), its path.
   static std::string KubectlPath();
+  // The kustomize renderer: a kubectl of 1.21 or later (GPUVPA_KUBECTL_RENDER, else `kubectl` on
+  // PATH; this machine kind ships 1.32). Debian's 1.20 embeds kustomize 2.0, which cannot take a
+  // directory under `resources:`, while 1.32 warns on the `bases:` that 2.0 needs; the shipped
+  // kustomizations are written for current kubectl.
+  static std::string RenderingKubectlPath();
+  // `kubectl kustomize DIR`: the rendered YAML; stderr (warnings) in `warnings`, exit in `rc`.
+  static std::string Kustomize(const std::string& dir, int* rc, std::string* warnings);
   // Runs kubectl against the double as `token`; stdout + stderr, exit status in `rc`.
   std::string Kubectl(const std::string& args, int* rc, const std::string& token = kAdminToken);
 
@@ -34,6 +41,10 @@ class KubeTestCluster {
   // RoleBindings in the base's namespace. The daemon tests run with these, so the manifests
   // grant what the code needs.
   static KubeUser UserFromManifests(const std::string& service_account);
+  // The same from rendered manifests (an overlay's `kubectl kustomize` output), whose objects
+  // carry their namespace.
+  static KubeUser UserFromRendered(const std::string& rendered_yaml,
+                                   const std::string& service_account);
 
   static nlohmann::json Namespace(const std::string& name, const nlohmann::json& labels = {});
   // A Deployment (or StatefulSet) whose one container holds `resource`=`quantity`.

@@ -225,6 +225,60 @@ TEST_F(UpdaterKubeTest, DryRunThenPatchInNonProductionOnlyWithLedgerAndEvents) {
         << req.path;
 }
 
+// The report-only install: --max-mode=Report caps every GVPA (Auto included) and the policy
+// (default Auto); the updater still plans, reports and writes GVPA status, and sends no write
+// of any kind to a workload, even with a token allowed everything. With the report-only
+// overlay's own RBAC (no write verb on workloads) the same cycle has no failure.
+TEST_F(UpdaterKubeTest, MaxModeReportSendsZeroWritesToWorkloadsWhateverTheGvpaSays) {
+  Seed("ml-dev", {}, "second", "");  // no GVPA: the policy's default (Auto) applies
+  WriteRecs(recs_path_,
+            {Rec("ml-dev", "server"), Rec("ml-dev", "second"), Rec("ml-prod", "server")});
+  int rc = 0;
+  std::string warnings;
+  const std::string rendered = KubeTestCluster::Kustomize(
+      std::string(GPUVPA_SOURCE_DIR) + "/deploy/kubernetes/overlays/report-only", &rc, &warnings);
+  ASSERT_EQ(rc, 0) << warnings;
+  cluster_.api().AddUser("report-only-token",
+                         KubeTestCluster::UserFromRendered(rendered, "gpuvpa-updater"));
+  for (const std::string& token :
+       {std::string(testing::kAdminToken), std::string("report-only-token")}) {
+    UpdaterPolicy policy;
+    policy.default_mode = UpdateMode::kAuto;
+    policy.max_mode = UpdateMode::kReport;
+    auto d = Daemon(token, policy);
+    cluster_.api().ClearRequests();
+    for (int cycle = 0; cycle < 2; ++cycle) {
+      Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      EXPECT_EQ(s->gvpas, 2u);
+      EXPECT_EQ(s->planned, 3u) << token;
+      EXPECT_EQ(s->applied, 0u) << token;
+      EXPECT_EQ(s->failed, 0u) << token << ": " << ::testing::PrintToString(s->messages);
+    }
+    int workload_writes = 0, status_writes = 0;
+    for (const auto& r : cluster_.api().requests()) {
+      if (r.method == "GET") continue;
+      if (r.path.find("/deployments") != std::string::npos ||
+          r.path.find("/statefulsets") != std::string::npos)
+        ++workload_writes;
+      if (r.path.find("gpuverticalpodautoscalers") != std::string::npos) ++status_writes;
+    }
+    EXPECT_EQ(workload_writes, 0) << token;
+    EXPECT_GE(status_writes, 2) << token << ": the GVPAs' status is still written";
+    EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/gpu", "1"}}));
+    EXPECT_EQ(Limits("ml-dev", "second"), (json{{"nvidia.com/gpu", "1"}}));
+    const json dev = cluster_.api().Get("gpuverticalpodautoscalers", "ml-dev", "server");
+    EXPECT_EQ(dev["status"]["summary"]["action"], "mig_profile") << "still planned";
+    EXPECT_EQ(dev["status"]["summary"]["applied"], "-");
+    EXPECT_NE(dev["status"]["recommendation"]["containerRecommendations"][0]["applyMode"]
+                  .get<std::string>()
+                  .find("Report"),
+              std::string::npos)
+        << dev["status"];
+  }
+  EXPECT_TRUE(EventReasons("ml-dev").empty()) << "no dry run, no change";
+}
+
 TEST_F(UpdaterKubeTest, RateLimitAndOptOutAnnotationHoldChangesBack) {
   Seed("ml-dev", {}, "second");
   Seed("ml-dev", {}, "third");

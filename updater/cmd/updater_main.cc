@@ -34,6 +34,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   std::string kubeconfig, context, config_path, policy_path, listen_http = "127.0.0.1:0";
   std::string log_level = "info";
   bool once = false;
+  std::string max_mode = "Auto";
   o.lease.identity = DefaultIdentity();
   auto app = NewCommandApp(
       "gpuvpa-updater", "",
@@ -78,6 +79,10 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                   "key (at least 32 bytes; a mounted Secret, the same for every replica) that "
                   "signs the applied-change annotation: a rollback restores only signed values")
       ->check(CLI::ExistingFile);
+  app->add_option("--max-mode", max_mode,
+                  "the highest mode any namespace, GVPA or policy entry gets: Report never "
+                  "patches or rolls back a workload (the report-only install), Off plans nothing")
+      ->check(CLI::IsMember({"Off", "Report", "Auto"}));
   app->add_option("--report-dir", o.report_dir, "write the owner reports into this directory");
   app->add_option("--report-format", o.report_formats, "report formats: html,md,json,csv");
   app->add_option("--report-interval", o.report_interval_s, "seconds between report writes")
@@ -120,6 +125,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (!config.ok()) return fail(config.status());
   Result<UpdaterPolicy> policy = LoadUpdaterPolicy(policy_path);
   if (!policy.ok()) return fail(policy.status());
+  policy->max_mode = *ParseUpdateMode(max_mode);
+  if (policy->max_mode != UpdateMode::kAuto)
+    spdlog::info("--max-mode {}: no workload is patched or rolled back", max_mode);
   Result<KubeConnection> connection = ResolveKubeConnection(kubeconfig, context);
   if (!connection.ok()) return fail(connection.status());
   Result<std::unique_ptr<KubeClient>> client = KubeClient::Create(*connection);

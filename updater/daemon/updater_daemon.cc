@@ -2,7 +2,6 @@
 #include "updater/daemon/updater_daemon.h"
 
 #include <grpcpp/grpcpp.h>
-#include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include "core/base/time_format.h"
 #include "core/cost/ledger_rpc.h"
 #include "core/gpu/gpu_catalog.h"
+#include "core/net/metrics_page.h"
 #include "proto/gpuvpa.grpc.pb.h"
 #include "updater/cmd/plan_inputs.h"
 #include "updater/kube/gvpa.h"
@@ -110,6 +110,7 @@ UpdaterDaemon::UpdaterDaemon(UpdaterDaemonOptions options, GpuvpaConfig config,
       gvpas_(*client_, kube::kGpuVerticalPodAutoscalers, ""),
       limiter_(options_.limits),
       registry_(std::make_shared<prometheus::Registry>()) {
+  RegisterBuildInfo(*registry_, "updater");
   auto gauge = [this](const char* name, const char* help) {
     return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_).Add({});
   };
@@ -465,8 +466,7 @@ HttpServerResponse UpdaterDaemon::HandleHttp(const std::string& path) const {
                                        "not ready: " + not_ready_reason_ + "\n"};
   }
   if (path != "/metrics") return {404, "text/plain; charset=utf-8", "not found\n"};
-  return {200, "text/plain; version=0.0.4; charset=utf-8",
-          prometheus::TextSerializer().Serialize(registry_->Collect())};
+  return MetricsPage(*registry_);
 }
 
 }  // namespace gpuvpa::updater

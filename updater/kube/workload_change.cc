@@ -361,6 +361,9 @@ Result<Labels> ReadNamespaceLabels(KubeClient& client, const std::string& ns) {
 }
 
 Result<std::string> WriteRefusal(ChangeContext& ctx, const std::string& ns, const json& workload) {
+  if (ctx.policy.max_mode != UpdateMode::kAuto)
+    return "the updater runs with --max-mode " + std::string(UpdateModeName(ctx.policy.max_mode)) +
+           ": no workload is patched";
   Result<Labels> labels = ReadNamespaceLabels(ctx.client, ns);
   if (!labels.ok()) return labels.status();
   if (std::string why = ctx.policy.production.Why(ns, *labels); !why.empty())

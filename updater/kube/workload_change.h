@@ -96,9 +96,9 @@ struct ChangeContext {
 };
 
 // The production guard at the moment of a write (updater/plan/production.h), from what the API
-// says now: the namespace's labels read again, the workload's and its pod template's opt-out
-// annotation. "" when `workload` in `ns` may be written, else why not. An unreadable namespace
-// is an error (nothing is written).
+// says now: the updater's mode ceiling (--max-mode below Auto refuses every write), the namespace's
+// labels read again, the workload's and its pod template's opt-out annotation. "" when `workload`
+// in `ns` may be written, else why not. An unreadable namespace is an error (nothing is written).
 Result<std::string> WriteRefusal(ChangeContext& ctx, const std::string& ns,
                                  const nlohmann::json& workload);
 

@@ -254,6 +254,10 @@ PolicyDecision DecidePolicy(const UpdaterPolicy& policy, std::string_view namesp
     d.mode = UpdateMode::kReport;
     d.reason = "production namespace (" + why + "): never Auto (reported only)";
   }
+  if (d.mode > policy.max_mode) {
+    d.mode = policy.max_mode;
+    d.reason = "the updater runs with --max-mode " + std::string(UpdateModeName(d.mode));
+  }
   const std::string key =
       std::string(namespace_name) + "/" + std::string(owner_kind) + "/" + std::string(owner_name);
   if (auto it = policy.workload_annotations.find(key); it != policy.workload_annotations.end()) {

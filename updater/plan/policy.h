@@ -52,6 +52,9 @@ struct ScaleToZeroPolicy {
 struct UpdaterPolicy {
   UpdateMode default_mode = UpdateMode::kReport;
   std::map<std::string, UpdateMode, std::less<>> namespace_modes;
+  // The ceiling no namespace, GVPA or policy entry goes above (gpuvpa-updater --max-mode; the
+  // report-only install sets Report): Report means no workload is ever patched or rolled back.
+  UpdateMode max_mode = UpdateMode::kAuto;
   ProductionSelector production;
   std::string opt_out_annotation = "gpuvpa.io/opt-out";
   // Propose a change only when the current capacity lies outside [lower, upper] or the monthly

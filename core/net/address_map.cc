@@ -1,0 +1,61 @@
+// GPUVPA_TEST_ADDRESS_MAP, read once.
+#include "core/net/address_map.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <map>
+#include <string_view>
+
+#include "absl/strings/str_split.h"
+
+namespace gpuvpa {
+namespace {
+
+const std::map<std::string, std::string>& Map() {
+  static const std::map<std::string, std::string> map = [] {
+    std::map<std::string, std::string> m;
+    const char* text = std::getenv("GPUVPA_TEST_ADDRESS_MAP");
+    if (text == nullptr || *text == '\0') return m;
+    for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+      const size_t eq = pair.find('=');
+      if (eq == std::string_view::npos || eq == 0 || eq + 1 == pair.size()) {
+        spdlog::error("GPUVPA_TEST_ADDRESS_MAP: \"{}\" is not from=to (ignored)", std::string(pair));
+        continue;
+      }
+      m.emplace(std::string(pair.substr(0, eq)), std::string(pair.substr(eq + 1)));
+    }
+    spdlog::warn("GPUVPA_TEST_ADDRESS_MAP is set: {} addresses are redirected (a test only)",
+                 m.size());
+    return m;
+  }();
+  return map;
+}
+
+}  // namespace
+
+std::optional<std::string> MappedAddress(const std::string& host_port) {
+  const auto& map = Map();
+  if (map.empty()) return std::nullopt;
+  auto it = map.find(host_port);
+  if (it == map.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string SocketAddress(const std::string& host_port) {
+  std::optional<std::string> mapped = MappedAddress(host_port);
+  return mapped ? *mapped : host_port;
+}
+
+SocketTarget SocketAddress(const std::string& host, uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  const std::string written = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  std::optional<std::string> mapped = MappedAddress(written);
+  if (!mapped) return {host, std::to_string(port)};
+  const size_t colon = mapped->rfind(':');
+  std::string h = mapped->substr(0, colon == std::string::npos ? mapped->size() : colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  return {h, colon == std::string::npos ? std::to_string(port) : mapped->substr(colon + 1)};
+}
+
+}  // namespace gpuvpa
