@@ -115,6 +115,9 @@ Result<RunningServer> StartServer(const ServerOptions& options,
   quota.SetMaxThreads(options.max_threads);
   builder.SetResourceQuota(quota);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  // A port another process (or this one) already serves is an error, not a second listener
+  // that gets half the connections (gRPC sets SO_REUSEPORT by default).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* s : services) builder.RegisterService(s);
   RunningServer running;
   running.server = builder.BuildAndStart();

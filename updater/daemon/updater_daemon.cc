@@ -430,21 +430,28 @@ void UpdaterDaemon::Run() {
                         [this] { return stop_.load(); });
     }
   });
+  // After a failed cycle (the recommender or the API not there yet, as at a rollout where every
+  // pod starts at once) the next comes sooner: 5 s, doubling, up to the interval.
+  double retry_s = 5;
   while (!stop_) {
     const double started = UnixNowSeconds();
     // The leader's informer watch doubles as the wait between cycles; a standby only waits.
     const int watch_s =
         std::max(1, static_cast<int>(std::min(options_.interval_s, options_.lease.duration_s / 3)));
     Result<CycleSummary> s = RunCycle(started, Leading(started) ? watch_s : 0);
+    double wait_s = options_.interval_s;
     if (!s.ok()) {
-      spdlog::warn("cycle: {}", s.status().message());
+      spdlog::warn("cycle: {} (next try in {:.0f} s)", s.status().message(),
+                   std::min(retry_s, options_.interval_s));
+      wait_s = std::min(retry_s, options_.interval_s);
+      retry_s = std::min(retry_s * 2, options_.interval_s);
     } else {
+      retry_s = 5;
       for (const std::string& m : s->messages) spdlog::info("{}", m);
     }
     const double spent = UnixNowSeconds() - started;
     std::unique_lock<std::mutex> lock(stop_mu_);
-    stop_cv_.wait_for(lock,
-                      std::chrono::duration<double>(std::max(0.0, options_.interval_s - spent)),
+    stop_cv_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, wait_s - spent)),
                       [this] { return stop_.load(); });
   }
   renewer.join();
