@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "core/base/names.h"
@@ -417,7 +418,10 @@ Status AddRow(ShowbackRow& to, const ShowbackRow& add, const std::string& what) 
       {&to.savings_proposed_monthly, add.savings_proposed_monthly},
       {&to.metered_gpu_time, add.metered_gpu_time},
       {&to.metered, add.metered},
-      {&to.reserved, add.reserved}};
+      {&to.reserved, add.reserved},
+      {&to.billed, add.billed},
+      {&to.billed_metered, add.billed_metered},
+      {&to.allocated_unbilled, add.allocated_unbilled}};
   for (const auto& [sum, value] : sums)
     GPUVPA_RETURN_IF_ERROR(CheckedAdd(*sum, value, "showback " + to.group + ", adding " + what));
   return OkStatus();
@@ -440,7 +444,7 @@ Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
       ", kind, status, usage_measured, allocated_milli_gpu_s, allocated_micro_usd, "
       "used_vram_micro_usd, used_sm_micro_usd, monthly_before_micro_usd, "
       "monthly_after_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd, "
-      "period_start_s, period_end_s, action_id "
+      "period_start_s, period_end_s, action_id, namespace, workload "
       "FROM actions WHERE (period_end_s > period_start_s AND period_end_s > ?1 AND "
       "period_start_s < ?2) OR (period_end_s <= period_start_s AND time_s >= ?1 AND time_s < ?2)";
   // Savings still proposed: the latest recommendation of each workload, if still proposed.
@@ -465,49 +469,66 @@ Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
     if (!row_status.ok()) return row_status;
     return rc == SQLITE_DONE ? OkStatus() : Error("showback query");
   };
+  // Workloads metered in the window: billed by their metering, not by their allocation.
+  const std::string metered_sql =
+      "SELECT DISTINCT namespace, workload FROM actions WHERE kind = '" +
+      std::string(ActionKindName(ActionKind::kMeteredPeriod)) +
+      "' AND ((period_end_s > period_start_s AND period_end_s > ?1 AND period_start_s < ?2) OR "
+      "(period_end_s <= period_start_s AND time_s >= ?1 AND time_s < ?2))";
+  std::set<std::pair<std::string, std::string>> metered_workloads;
   std::map<std::string, ShowbackRow, std::less<>> groups;
   auto column_view = [](sqlite3_stmt* st, int i) {
     const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
     return std::string_view(text == nullptr ? "" : text,
                             static_cast<size_t>(sqlite3_column_bytes(st, i)));
   };
-  Status s = run(scan_sql, [&](sqlite3_stmt* st) -> Status {
-    const std::string_view key = column_view(st, 0);
-    auto it = groups.find(key);
-    if (it == groups.end())
-      it = groups.emplace(std::string(key), ShowbackRow{std::string(key)}).first;
-    // The share of the row's period inside the window.
-    const int64_t start = sqlite3_column_int64(st, 13);
-    const int64_t end = sqlite3_column_int64(st, 14);
-    const int64_t whole = end > start ? end - start : 1;
-    const int64_t part = end > start ? std::min(end, to) - std::max(start, from) : 1;
-    auto prorated = [&](int column) {
-      return Prorate(sqlite3_column_int64(st, column), part, whole);
-    };
-    ShowbackRow r{std::string(key)};
-    const std::string_view kind = column_view(st, 1);
-    const bool applied = column_view(st, 2) == ActionStatusName(ActionStatus::kApplied);
-    const bool measured = sqlite3_column_int64(st, 3) != 0;
-    r.allocated_gpu_time = prorated(4);
-    r.allocated = prorated(5);
-    r.used_vram = prorated(6);
-    r.used_sm = prorated(7);
-    if (measured) {
-      r.idle_tax_vram = r.allocated - r.used_vram;
-      r.idle_tax_sm = r.allocated - r.used_sm;
-    }
-    if (applied && (kind == ActionKindName(ActionKind::kAppliedChange) ||
-                    kind == ActionKindName(ActionKind::kRollback)))
-      r.savings_realised_monthly = sqlite3_column_int64(st, 8) - sqlite3_column_int64(st, 9);
-    r.metered_gpu_time = prorated(10);
-    r.metered = prorated(11);
-    r.reserved = prorated(12);
-    if (measured)
-      it->second.usage_measured = true;
-    else
-      it->second.usage_unmeasured = true;
-    return AddRow(it->second, r, "row " + QuoteForError(column_view(st, 15)));
+  Status s = run(metered_sql, [&](sqlite3_stmt* st) -> Status {
+    metered_workloads.insert({std::string(column_view(st, 0)), std::string(column_view(st, 1))});
+    return OkStatus();
   });
+  if (s.ok())
+    s = run(scan_sql, [&](sqlite3_stmt* st) -> Status {
+      const std::string_view key = column_view(st, 0);
+      auto it = groups.find(key);
+      if (it == groups.end())
+        it = groups.emplace(std::string(key), ShowbackRow{std::string(key)}).first;
+      // The share of the row's period inside the window.
+      const int64_t start = sqlite3_column_int64(st, 13);
+      const int64_t end = sqlite3_column_int64(st, 14);
+      const int64_t whole = end > start ? end - start : 1;
+      const int64_t part = end > start ? std::min(end, to) - std::max(start, from) : 1;
+      auto prorated = [&](int column) {
+        return Prorate(sqlite3_column_int64(st, column), part, whole);
+      };
+      ShowbackRow r{std::string(key)};
+      const std::string_view kind = column_view(st, 1);
+      const bool applied = column_view(st, 2) == ActionStatusName(ActionStatus::kApplied);
+      const bool measured = sqlite3_column_int64(st, 3) != 0;
+      r.allocated_gpu_time = prorated(4);
+      r.allocated = prorated(5);
+      r.used_vram = prorated(6);
+      r.used_sm = prorated(7);
+      if (measured) {
+        r.idle_tax_vram = r.allocated - r.used_vram;
+        r.idle_tax_sm = r.allocated - r.used_sm;
+      }
+      if (applied && (kind == ActionKindName(ActionKind::kAppliedChange) ||
+                      kind == ActionKindName(ActionKind::kRollback)))
+        r.savings_realised_monthly = sqlite3_column_int64(st, 8) - sqlite3_column_int64(st, 9);
+      r.metered_gpu_time = prorated(10);
+      r.metered = prorated(11);
+      r.reserved = prorated(12);
+      const bool metered_workload = metered_workloads.count(
+          {std::string(column_view(st, 16)), std::string(column_view(st, 17))});
+      r.billed_metered = r.metered;
+      r.allocated_unbilled = metered_workload ? r.allocated : 0;
+      r.billed = r.metered + (metered_workload ? 0 : r.allocated);
+      if (measured)
+        it->second.usage_measured = true;
+      else
+        it->second.usage_unmeasured = true;
+      return AddRow(it->second, r, "row " + QuoteForError(column_view(st, 15)));
+    });
   if (s.ok())
     s = run(proposed_sql, [&](sqlite3_stmt* st) -> Status {
       // A workload's latest recommendation lies in the window, so its group was scanned above.

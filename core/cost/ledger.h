@@ -98,6 +98,11 @@ struct ShowbackRow {
   MilliGpuSeconds metered_gpu_time = 0;
   MicroUsd metered = 0;
   MicroUsd reserved = 0;
+  // The bill, each GPU-second once: metered cost for workloads metered in the window (their
+  // allocation estimate is left out), allocated cost for every other workload.
+  MicroUsd billed = 0;
+  MicroUsd billed_metered = 0;      // the part of `billed` that is metered (the rest: allocated)
+  MicroUsd allocated_unbilled = 0;  // allocation estimates of metered workloads, not billed
   // Whether the group holds rows with measured usage and rows without (allocation-only
   // imports): idle tax of a group with no measured row is unknown, not $0.
   bool usage_measured = false;

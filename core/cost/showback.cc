@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/atomic_file.h"
+#include "core/base/csv.h"
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
 
@@ -45,6 +46,12 @@ const std::vector<Column>& Columns() {
       {"METERED (chargeback)", "metered_usd", true, [](const ShowbackRow& r) { return r.metered; }},
       {"RESERVED EQUIVALENT", "reserved_usd", true,
        [](const ShowbackRow& r) { return r.reserved; }},
+      // The bill: every GPU-second once (metered where metered, else allocated).
+      {"BILLED", "billed_usd", true, [](const ShowbackRow& r) { return r.billed; }},
+      {"BILLED AS METERED", "billed_metered_usd", true,
+       [](const ShowbackRow& r) { return r.billed_metered; }},
+      {"ALLOCATED NOT BILLED", "allocated_not_billed_usd", true,
+       [](const ShowbackRow& r) { return r.allocated_unbilled; }},
   };
   return columns;
 }
@@ -79,14 +86,49 @@ std::string Window(const Showback& s) {
          (s.to_s ? FormatTimestamp(static_cast<double>(*s.to_s)) : "end") + ")";
 }
 
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// A money column in whole cents, groups then the total, such that the displayed groups add up
+// to the displayed total exactly: the total rounded half up, each group rounded down, and the
+// cents left over go to the groups with the largest remainders (Hamilton's method), so no
+// group is more than a cent off its exact amount.
+std::vector<int64_t> DisplayedCents(const Showback& s, const Column& c) {
+  constexpr int64_t kMicroPerCent = 10'000;
+  std::vector<int64_t> cents;
+  std::vector<std::pair<int64_t, size_t>> remainders;
+  int64_t floors = 0;
+  for (size_t i = 0; i < s.groups.size(); ++i) {
+    const int64_t v = c.get(s.groups[i]);
+    cents.push_back(FloorDiv(v, kMicroPerCent));
+    floors += cents.back();
+    remainders.push_back({v - cents.back() * kMicroPerCent, i});
+  }
+  const int64_t total = FloorDiv(c.get(s.total) + kMicroPerCent / 2, kMicroPerCent);
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (int64_t left = total - floors, k = 0; left > 0 && k < static_cast<int64_t>(cents.size());
+       --left, ++k)
+    ++cents[remainders[static_cast<size_t>(k)].second];
+  cents.push_back(total);
+  return cents;
+}
+
 std::string Table(const Showback& s, const char* group_title, bool markdown) {
   std::vector<std::vector<std::string>> cells;
   std::vector<std::string> header = {group_title};
   for (const Column& c : Columns()) header.push_back(c.title);
   cells.push_back(header);
-  for (const ShowbackRow* r : AllRows(s)) {
-    std::vector<std::string> line = {r->group};
-    for (const Column& c : Columns()) line.push_back(Cell(c, *r, false));
+  std::vector<std::vector<int64_t>> cents;
+  for (const Column& c : Columns())
+    cents.push_back(c.money ? DisplayedCents(s, c) : std::vector<int64_t>{});
+  const std::vector<const ShowbackRow*> rows = AllRows(s);
+  for (size_t row = 0; row < rows.size(); ++row) {
+    std::vector<std::string> line = {rows[row]->group};
+    for (size_t col = 0; col < Columns().size(); ++col) {
+      const Column& c = Columns()[col];
+      line.push_back(c.money && !Unknown(c, *rows[row]) ? FormatUsd(cents[col][row] * 10'000)
+                                                        : Cell(c, *rows[row], false));
+    }
     cells.push_back(line);
   }
   std::vector<size_t> width(header.size(), 0);
@@ -112,32 +154,27 @@ std::string Table(const Showback& s, const char* group_title, bool markdown) {
   out += markdown ? "\n" : "";
   out += "Window " + Window(s) +
          ", prorated by seconds. Allocated, used and idle tax are showback estimates; metered "
-         "figures are chargeback.";
+         "figures are chargeback. BILLED counts each GPU-second once: metered for workloads "
+         "metered in the window, allocated for the rest; rows add up to TOTAL to the cent.";
   if (s.total.usage_unmeasured)
     out += " Idle tax counts only rows with measured usage (\"unknown\": none measured).";
   out += "\n";
   return out;
 }
 
-// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled.
-std::string CsvField(std::string_view v) {
-  if (v.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(v);
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-// One row per group, no total: a pivot table sums the groups itself.
+// One row per group, no total: a pivot table sums the groups itself (amounts to the
+// micro-dollar, so the sum is exact). Each row carries the window and the currency, so that a
+// file stands on its own once it is pasted elsewhere; group names are neutralised text.
 std::string Csv(const Showback& s, const char* group_key) {
-  std::string out = group_key;
+  std::string out = std::string(group_key) + ",period_start,period_end,currency";
   for (const Column& c : Columns()) out += std::string(",") + c.key;
   out += "\r\n";
+  const std::string start =
+      s.from_s ? FormatTimestamp(static_cast<double>(*s.from_s)) : std::string();
+  const std::string end = s.to_s ? FormatTimestamp(static_cast<double>(*s.to_s)) : std::string();
   for (const ShowbackRow& r : s.groups) {
-    out += CsvField(r.group);
-    for (const Column& c : Columns()) out += "," + Cell(c, r, true);
+    out += CsvText(r.group) + "," + start + "," + end + ",USD";
+    for (const Column& c : Columns()) out += "," + CsvNumber(Cell(c, r, true));
     out += "\r\n";
   }
   return out;

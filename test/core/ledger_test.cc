@@ -274,7 +274,7 @@ TEST_F(LedgerTest, ShowbackFormatsAsCsvJsonAndMarkdown) {
   const Showback s = *ledger_->QueryShowback({});
   const std::string csv = FormatShowback(s, ShowbackGroup::kCostCenter, ReportFormat::kCsv);
   EXPECT_EQ(csv.substr(0, csv.find(',')), "cost_center");
-  EXPECT_NE(csv.find("research,10.000,12.500000"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("research,,,USD,10.000,12.500000"), std::string::npos) << csv;
   EXPECT_NE(FormatShowback(s, ShowbackGroup::kCostCenter, ReportFormat::kJson)
                 .find("\"allocated_usd\": 12.5"),
             std::string::npos);

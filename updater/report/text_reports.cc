@@ -1,6 +1,7 @@
 // The plan report as Markdown, JSON and CSV.
 #include <nlohmann/json.hpp>
 
+#include "core/base/csv.h"
 #include "core/base/names.h"
 #include "core/base/time_format.h"
 #include "updater/report/report.h"
@@ -31,16 +32,6 @@ std::string MdCell(std::string_view text) {
       out += c;
   }
   return out;
-}
-
-std::string CsvField(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 nlohmann::ordered_json ActionJson(const PlannedAction& a, const ReportInput& input,
@@ -187,7 +178,14 @@ std::string RenderCsvReport(const ReportInput& input) {
                                   Fixed(a.evidence.confidence(), 2),
                                   Fixed(a.evidence.history_s() / 3600, 1),
                                   a.reason};
-    for (size_t f = 0; f < std::size(fields); ++f) out += (f ? "," : "") + CsvField(fields[f]);
+    // Text (names, the reason: what a peer or a label could set) is neutralised; numbers this
+    // code formatted (a negative saving included) stay numbers.
+    constexpr bool kNumber[] = {false, false, false, false, false, false, false, false,
+                                false, false, false, false, true,  true,  true,  false,
+                                true,  true,  true,  true,  true,  false};
+    static_assert(sizeof kNumber == sizeof fields / sizeof fields[0]);
+    for (size_t f = 0; f < std::size(fields); ++f)
+      out += (f ? "," : "") + (kNumber[f] ? CsvNumber(fields[f]) : CsvText(fields[f]));
     out += "\r\n";
   }
   return out;
