@@ -4,6 +4,9 @@
 #include <prometheus/gauge.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
+#include <map>
+
 #include "core/cli/cli.h"
 
 namespace gpuvpa {
@@ -15,6 +18,30 @@ void RegisterBuildInfo(prometheus::Registry& registry, std::string_view componen
       .Register(registry)
       .Add({{"component", std::string(component)}, {"version", std::string(GpuvpaVersion())}})
       .Set(1);
+}
+
+LedgerSpoolMetrics::LedgerSpoolMetrics(prometheus::Registry& registry, std::string_view component) {
+  const std::map<std::string, std::string> labels = {{"component", std::string(component)}};
+  spooled_ = &prometheus::BuildCounter()
+                  .Name("gpuvpa_ledger_spooled_rows_total")
+                  .Help("Ledger rows the ledger could not take when written, kept in the spool")
+                  .Register(registry)
+                  .Add(labels);
+  dead_lettered_ = &prometheus::BuildCounter()
+                        .Name("gpuvpa_ledger_dead_lettered_rows_total")
+                        .Help("Ledger rows the ledger refused as invalid, in the dead-letter file")
+                        .Register(registry)
+                        .Add(labels);
+}
+
+void LedgerSpoolMetrics::Sync(uint64_t spooled_rows, uint64_t dead_lettered_rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spooled_rows > spooled_seen_)
+    spooled_->Increment(static_cast<double>(spooled_rows - spooled_seen_));
+  if (dead_lettered_rows > dead_lettered_seen_)
+    dead_lettered_->Increment(static_cast<double>(dead_lettered_rows - dead_lettered_seen_));
+  spooled_seen_ = std::max(spooled_seen_, spooled_rows);
+  dead_lettered_seen_ = std::max(dead_lettered_seen_, dead_lettered_rows);
 }
 
 HttpServerResponse MetricsPage(prometheus::Registry& registry) {

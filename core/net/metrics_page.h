@@ -3,8 +3,10 @@
 // gpuvpa_build_info.
 #pragma once
 
+#include <prometheus/counter.h>
 #include <prometheus/registry.h>
 
+#include <mutex>
 #include <string_view>
 
 #include "core/net/http_server.h"
@@ -13,6 +15,23 @@ namespace gpuvpa {
 
 // gpuvpa_build_info{component, version} 1, in `registry`.
 void RegisterBuildInfo(prometheus::Registry& registry, std::string_view component);
+
+// A spool's counts as counters (the alerts' "ledger appends failing" and "spool growing"):
+// gpuvpa_ledger_spooled_rows_total (rows the ledger could not take when they were written,
+// kept in the spool) and gpuvpa_ledger_dead_lettered_rows_total (rows it refused as invalid),
+// labelled with the component. Sync() before each scrape.
+class LedgerSpoolMetrics {
+ public:
+  LedgerSpoolMetrics(prometheus::Registry& registry, std::string_view component);
+  void Sync(uint64_t spooled_rows, uint64_t dead_lettered_rows);
+
+ private:
+  std::mutex mu_;
+  prometheus::Counter* spooled_;
+  prometheus::Counter* dead_lettered_;
+  uint64_t spooled_seen_ = 0;
+  uint64_t dead_lettered_seen_ = 0;
+};
 
 // The registry's samples as Prometheus scrapes them.
 HttpServerResponse MetricsPage(prometheus::Registry& registry);

@@ -130,17 +130,6 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   auto registry = std::make_shared<prometheus::Registry>();
   ScalerMetrics metrics(registry, scaler_config->cost_centers);
   RegisterBuildInfo(*registry, "scaler");
-  std::unique_ptr<HttpServer> metrics_server;
-  if (!metrics_listen.empty()) {
-    Result<std::unique_ptr<HttpServer>> started =
-        HttpServer::Start(metrics_listen, [registry](const std::string& path) {
-          return path == "/metrics"
-                     ? MetricsPage(*registry)
-                     : HttpServerResponse{404, "text/plain; charset=utf-8", "not found\n"};
-        });
-    if (!started.ok()) return fail(started.status());
-    metrics_server = std::move(started).value();
-  }
   const ScalerLimits& limits = scaler_config->limits;
   PushDepthRegistry push{std::chrono::seconds(push_staleness_s), limits.max_push_queues};
   ScalerCoreOptions core_options;
@@ -159,6 +148,20 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   meter_options.open_periods_interval = std::chrono::seconds(open_periods_interval_s);
   ActivityMeter meter(meter_options, ledger.get(), config->prices, ActivityMeter::DefaultClock(),
                       &metrics);
+  // /metrics once the meter exists (its spool counts are read at each scrape).
+  LedgerSpoolMetrics spool_metrics(*registry, "scaler");
+  std::unique_ptr<HttpServer> metrics_server;
+  if (!metrics_listen.empty()) {
+    Result<std::unique_ptr<HttpServer>> started =
+        HttpServer::Start(metrics_listen, [&](const std::string& path) {
+          if (path != "/metrics")
+            return HttpServerResponse{404, "text/plain; charset=utf-8", "not found\n"};
+          spool_metrics.Sync(meter.spooled_rows(), meter.dead_lettered_rows());
+          return MetricsPage(*registry);
+        });
+    if (!started.ok()) return fail(started.status());
+    metrics_server = std::move(started).value();
+  }
   // Rows a previous run could only spool go to the ledger first; a spool that cannot be moved
   // now stays where it is and is tried again by the housekeeping.
   if (Result<size_t> moved = meter.MoveSpooled(); !moved.ok())

@@ -311,6 +311,9 @@ size_t ActivityMeter::meters() const {
 }
 
 uint64_t ActivityMeter::spooled_rows() const { return spooling_ ? spooling_->spooled_rows() : 0; }
+uint64_t ActivityMeter::dead_lettered_rows() const {
+  return spooling_ ? spooling_->dead_lettered_rows() : 0;
+}
 
 double ActivityMeter::metered_gpu_seconds(const std::string& cost_center) const {
   std::lock_guard<std::mutex> lock(mu_);

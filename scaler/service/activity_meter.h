@@ -87,6 +87,7 @@ class ActivityMeter final : public DepthObserver {
   Status SaveOpenPeriods();
   size_t meters() const;
   uint64_t spooled_rows() const;
+  uint64_t dead_lettered_rows() const;
   double metered_gpu_seconds(const std::string& cost_center) const;
   size_t active_scaled_objects() const;
 

@@ -24,6 +24,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/escaping.h"
@@ -77,8 +78,8 @@ std::string Expand(const std::string& text, const std::map<std::string, std::str
   return out;
 }
 
-// GET http://127.0.0.1:port/path: the status code, 0 when nothing answered.
-int HttpStatus(int port, const std::string& path) {
+// GET http://127.0.0.1:port/path: the status code (0 when nothing answered), the body in `body`.
+int HttpStatus(int port, const std::string& path, std::string* body = nullptr) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
   timeval tv{2, 0};
@@ -92,9 +93,15 @@ int HttpStatus(int port, const std::string& path) {
     const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
                                 "User-Agent: kube-probe/1.32\r\nConnection: close\r\n\r\n";
     if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buf[64] = {};
-      if (::read(fd, buf, sizeof buf - 1) > 12 && std::string(buf, 5) == "HTTP/")
-        status = std::atoi(buf + 9);
+      std::string response;
+      char buf[4096];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+        response.append(buf, static_cast<size_t>(n));
+      if (response.size() > 12 && response.compare(0, 5, "HTTP/") == 0)
+        status = std::atoi(response.c_str() + 9);
+      const size_t header_end = response.find("\r\n\r\n");
+      if (body != nullptr && header_end != std::string::npos)
+        *body = response.substr(header_end + 4);
     }
   }
   ::close(fd);
@@ -503,6 +510,31 @@ TEST_F(ManifestRunTest, EveryContainerOfEveryOverlayStartsAsWrittenAndPassesItsP
       lease = lease ||
               (r.path.find("/leases") != std::string::npos && r.status < 300 && r.method != "GET");
     EXPECT_TRUE(lease) << "the updater took its Lease through the in-cluster config";
+    // Each component's /metrics, as Prometheus scrapes it through the manifest's metrics port:
+    // promtool accepts it, every metric is gpuvpa_-prefixed, no sample is NaN, the build is
+    // named.
+    int scraped = 0;
+    for (const Started& s : run.started()) {
+      const int port = s.local_port.count("metrics") ? s.local_port.at("metrics") : 0;
+      ASSERT_GT(port, 0) << s.who << " has no port named metrics (the ServiceMonitor's)";
+      std::string text;
+      ASSERT_EQ(HttpStatus(port, "/metrics", &text), 200) << s.who;
+      ++scraped;
+      EXPECT_NE(text.find("gpuvpa_build_info{"), std::string::npos) << s.who;
+      EXPECT_EQ(text.find("NaN"), std::string::npos) << s.who << ":\n" << text;
+      std::istringstream lines(text);
+      for (std::string line; std::getline(lines, line);)
+        if (!line.empty() && line[0] != '#') {
+          EXPECT_EQ(line.rfind("gpuvpa_", 0), 0u) << s.who << ": " << line;
+        }
+      testing::ScopedTempDir dir;
+      std::ofstream(dir.Path("metrics.txt")) << text;
+      int rc = 0;
+      const std::string out =
+          testing::RunShell("promtool check metrics < '" + dir.Path("metrics.txt") + "'", &rc);
+      EXPECT_EQ(rc, 0) << s.who << ": " << out;
+    }
+    EXPECT_EQ(scraped, 3);
   }
 }
 

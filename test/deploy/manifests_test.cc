@@ -432,42 +432,109 @@ std::string ReadAll(const std::filesystem::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// Every metric the dashboard plots is one a component exports (so a rename breaks this test,
-// not the dashboard), and every panel has a query.
-TEST(DashboardTest, EveryPlottedMetricIsExportedByAComponent) {
-  const nlohmann::json dashboard = nlohmann::json::parse(
-      ReadAll(kKube / "monitoring" / "gpuvpa-dashboard.json"), nullptr, false);
-  ASSERT_TRUE(dashboard.is_object());
+// The gpuvpa_* metric names in a PromQL expression (_bucket, _count, _sum folded to the
+// histogram's name).
+std::vector<std::string> GpuvpaMetricNames(const std::string& expr) {
+  std::vector<std::string> names;
+  for (size_t at = expr.find("gpuvpa_"); at != std::string::npos;
+       at = expr.find("gpuvpa_", at + 1)) {
+    size_t end = at;
+    while (end < expr.size() &&
+           (std::isalnum(static_cast<unsigned char>(expr[end])) || expr[end] == '_'))
+      ++end;
+    std::string name = expr.substr(at, end - at);
+    for (const char* suffix : {"_bucket", "_count", "_sum"})
+      if (name.size() > std::strlen(suffix) &&
+          name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+        name.resize(name.size() - std::strlen(suffix));
+    names.push_back(name);
+    at = end;
+  }
+  return names;
+}
+
+// Where the components register their metrics (a name is exported when it is quoted there).
+std::string ExportingSources() {
   std::string exported;
-  for (const char* dir : {"recommender/daemon", "updater/daemon", "scaler/service"})
+  for (const char* dir : {"recommender/daemon", "updater/daemon", "scaler/service", "core/net"})
     for (const auto& entry :
          std::filesystem::directory_iterator(std::filesystem::path(GPUVPA_SOURCE_DIR) / dir))
       if (entry.path().extension() == ".cc") exported += ReadAll(entry.path());
+  return exported;
+}
+
+// Every metric the dashboard plots is one a component exports (so a rename breaks this test,
+// not the dashboard); every panel has a query, a unit and the templated datasource; tables and
+// single values are instant queries; the variables filter by cost center, namespace and
+// workload.
+TEST(DashboardTest, EveryPlottedMetricIsExportedAndEveryPanelHasAUnitAndTheVariables) {
+  const nlohmann::json dashboard = nlohmann::json::parse(
+      ReadAll(kKube / "monitoring" / "gpuvpa-dashboard.json"), nullptr, false);
+  ASSERT_TRUE(dashboard.is_object());
+  const std::string exported = ExportingSources();
   int metrics = 0;
   ASSERT_TRUE(dashboard["panels"].is_array());
   for (const nlohmann::json& panel : dashboard["panels"]) {
     ASSERT_FALSE(panel["targets"].empty()) << panel["title"];
+    EXPECT_FALSE(panel["fieldConfig"]["defaults"].value("unit", "").empty()) << panel["title"];
+    EXPECT_EQ(panel["datasource"]["uid"], "${datasource}") << panel["title"];
     for (const nlohmann::json& target : panel["targets"]) {
-      const std::string expr = target["expr"];
-      for (size_t at = expr.find("gpuvpa_"); at != std::string::npos;
-           at = expr.find("gpuvpa_", at + 1)) {
-        size_t end = at;
-        while (end < expr.size() &&
-               (std::isalnum(static_cast<unsigned char>(expr[end])) || expr[end] == '_'))
-          ++end;
-        std::string name = expr.substr(at, end - at);
-        for (const char* suffix : {"_bucket", "_count", "_sum"})
-          if (name.size() > std::strlen(suffix) &&
-              name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
-            name.resize(name.size() - std::strlen(suffix));
+      EXPECT_EQ(target["datasource"]["uid"], "${datasource}") << panel["title"];
+      if (panel["type"] == "table" || panel["type"] == "stat" || panel["type"] == "bargauge") {
+        EXPECT_TRUE(target.value("instant", false)) << panel["title"] << ": an instant query";
+      }
+      for (const std::string& name : GpuvpaMetricNames(target["expr"])) {
         ++metrics;
         EXPECT_NE(exported.find("\"" + name + "\""), std::string::npos)
             << panel["title"] << ": " << name << " is exported by no component";
-        at = end;
       }
     }
   }
   EXPECT_GT(metrics, 15);
+  std::set<std::string> variables;
+  for (const nlohmann::json& v : dashboard["templating"]["list"]) variables.insert(v["name"]);
+  EXPECT_EQ(variables,
+            (std::set<std::string>{"datasource", "cost_center", "namespace", "workload"}));
+}
+
+// The alert rules load in promtool (`promtool check rules`) and name only exported metrics.
+TEST(AlertRulesTest, PromtoolChecksTheRulesAndEveryMetricIsExported) {
+  testing::ScopedTempDir tmp;
+  const std::vector<YAML::Node> docs = Docs(Kustomize("monitoring"));
+  const std::string exported = ExportingSources();
+  int rules = 0;
+  std::set<std::string> alerts;
+  for (const YAML::Node& doc : docs) {
+    if (doc["kind"].as<std::string>() != "PrometheusRule") continue;
+    EXPECT_TRUE(doc["metadata"]["labels"]["release"]) << "the selector label, set in one place";
+    YAML::Node file;
+    file["groups"] = doc["spec"]["groups"];
+    std::ofstream(tmp.Path("rules.yaml")) << YAML::Dump(file);
+    for (const YAML::Node& group : doc["spec"]["groups"])
+      for (const YAML::Node& rule : group["rules"]) {
+        ++rules;
+        alerts.insert(rule["alert"].as<std::string>());
+        for (const std::string& name : GpuvpaMetricNames(rule["expr"].as<std::string>()))
+          EXPECT_NE(exported.find("\"" + name + "\""), std::string::npos)
+              << rule["alert"] << ": " << name << " is exported by no component";
+      }
+  }
+  ASSERT_GE(rules, 6);
+  for (const char* must :
+       {"GpuvpaRecommenderNotReady", "GpuvpaPrometheusUnreachable", "GpuvpaLedgerRowsRefused",
+        "GpuvpaLedgerSpoolGrowing", "GpuvpaScalerErrors", "GpuvpaRollback"})
+    EXPECT_TRUE(alerts.count(must)) << must;
+  int rc = 0;
+  const std::string out = Shell("promtool check rules '" + tmp.Path("rules.yaml") + "'", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("SUCCESS: " + std::to_string(rules) + " rules found"), std::string::npos)
+      << out;
+  // The check itself fails on a broken expression.
+  std::string broken = ReadAll(tmp.Path("rules.yaml"));
+  broken.replace(broken.find("> 600"), 5, "> > 600");
+  std::ofstream(tmp.Path("broken.yaml")) << broken;
+  Shell("promtool check rules '" + tmp.Path("broken.yaml") + "'", &rc);
+  EXPECT_NE(rc, 0);
 }
 
 }  // namespace

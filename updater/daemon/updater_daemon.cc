@@ -93,9 +93,12 @@ Result<std::unique_ptr<UpdaterDaemon>> UpdaterDaemon::Create(UpdaterDaemonOption
   if (!d->options_.spool_path.empty() && d->ledger_backend_ == nullptr)
     return InvalidArgumentError("--spool " + d->options_.spool_path +
                                 " without --ledger or --ledger-service");
-  if (!d->options_.spool_path.empty())
-    d->ledger_ = std::make_unique<SpoolingLedgerSink>(*d->ledger_backend_, d->options_.spool_path);
-  else
+  if (!d->options_.spool_path.empty()) {
+    auto spooling =
+        std::make_unique<SpoolingLedgerSink>(*d->ledger_backend_, d->options_.spool_path);
+    d->spooling_ = spooling.get();
+    d->ledger_ = std::move(spooling);
+  } else
     d->ledger_ = std::move(d->ledger_backend_);
   return d;
 }
@@ -111,6 +114,7 @@ UpdaterDaemon::UpdaterDaemon(UpdaterDaemonOptions options, GpuvpaConfig config,
       limiter_(options_.limits),
       registry_(std::make_shared<prometheus::Registry>()) {
   RegisterBuildInfo(*registry_, "updater");
+  spool_metrics_ = std::make_unique<LedgerSpoolMetrics>(*registry_, "updater");
   auto gauge = [this](const char* name, const char* help) {
     return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_).Add({});
   };
@@ -473,6 +477,8 @@ HttpServerResponse UpdaterDaemon::HandleHttp(const std::string& path) const {
                                        "not ready: " + not_ready_reason_ + "\n"};
   }
   if (path != "/metrics") return {404, "text/plain; charset=utf-8", "not found\n"};
+  if (spooling_ != nullptr)
+    spool_metrics_->Sync(spooling_->spooled_rows(), spooling_->dead_lettered_rows());
   return MetricsPage(*registry_);
 }
 

@@ -32,6 +32,7 @@
 #include "core/kube/kube_client.h"
 #include "core/net/grpc_client.h"
 #include "core/net/http_server.h"
+#include "core/net/metrics_page.h"
 #include "updater/kube/leader_election.h"
 #include "updater/kube/workload_change.h"
 #include "updater/plan/planner.h"
@@ -108,6 +109,8 @@ class UpdaterDaemon {
   ChangeRateLimiter limiter_;
   std::unique_ptr<LedgerSink> ledger_backend_;  // the file or the service
   std::unique_ptr<LedgerSink> ledger_;          // what rows are appended to (maybe spooling)
+  SpoolingLedgerSink* spooling_ = nullptr;      // ledger_ when it spools
+  std::unique_ptr<LedgerSpoolMetrics> spool_metrics_;
   double last_report_s_ = -1e18;
 
   std::atomic<bool> stop_{false};
