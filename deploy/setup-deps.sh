@@ -62,6 +62,13 @@ if [ "${1:-}" = "--with-browser" ]; then
     dpkg-deb -x "$tmp"/kubernetes-client_*.deb "$kubectl_dir"
     rm -rf "$tmp"
   fi
+  # The manifests are rendered with a kubectl of 1.21 or later (kustomize 2.0 in Debian's 1.20
+  # cannot read the shipped kustomizations); no Debian package has one.
+  render="${GPUVPA_KUBECTL_RENDER:-kubectl}"
+  minor="$("$render" version --client -o json 2>/dev/null | sed -n 's/.*"minor": *"\([0-9]*\).*/\1/p' | head -1)"
+  if [ -z "$minor" ] || [ "$minor" -lt 21 ]; then
+    echo "warning: no kubectl 1.21+ as '$render' (GPUVPA_KUBECTL_RENDER): deploy_test will fail" >&2
+  fi
 fi
 
 if [ "${1:-}" = "--with-browser" ]; then

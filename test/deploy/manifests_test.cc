@@ -497,6 +497,38 @@ TEST(DashboardTest, EveryPlottedMetricIsExportedAndEveryPanelHasAUnitAndTheVaria
             (std::set<std::string>{"datasource", "cost_center", "namespace", "workload"}));
 }
 
+// The kube-state-metrics allow-lists shipped for the install name exactly the cost-center keys
+// the shipped config reads, for every kind whose annotations the recommender queries.
+TEST(KubeStateMetricsTest, TheShippedAllowListsNameTheConfiguredCostCenterKeys) {
+  std::string label_key, annotation_key;
+  for (const YAML::Node& doc : Docs(Kustomize("overlays/report-only")))
+    if (doc["kind"].as<std::string>() == "ConfigMap" &&
+        doc["metadata"]["name"].as<std::string>() == "gpuvpa-config") {
+      const YAML::Node config = YAML::Load(doc["data"]["gpuvpa.yaml"].as<std::string>());
+      label_key = config["cost_centers"]["namespace_label_key"].as<std::string>();
+      annotation_key = config["cost_centers"]["workload_annotation_key"].as<std::string>();
+    }
+  ASSERT_FALSE(label_key.empty());
+  ASSERT_FALSE(annotation_key.empty());
+  const std::string path = (kKube / "monitoring" / "kube-state-metrics-values.yaml").string();
+  const YAML::Node values = YAML::LoadFile(path)["kube-state-metrics"];
+  std::set<std::string> labels, annotations;
+  for (const YAML::Node& v : values["metricLabelsAllowlist"]) labels.insert(v.as<std::string>());
+  for (const YAML::Node& v : values["metricAnnotationsAllowlist"])
+    annotations.insert(v.as<std::string>());
+  EXPECT_EQ(labels, std::set<std::string>{"namespaces=[" + label_key + "]"});
+  std::set<std::string> expected;
+  for (const char* kind : {"deployments", "statefulsets", "daemonsets", "jobs", "cronjobs"})
+    expected.insert(std::string(kind) + "=[" + annotation_key + "]");
+  EXPECT_EQ(annotations, expected);
+  // The flag form in the file's header says the same.
+  const std::string text = ReadAll(path);
+  EXPECT_NE(text.find("--metric-labels-allowlist=namespaces=[" + label_key + "]"),
+            std::string::npos);
+  EXPECT_NE(text.find("--metric-annotations-allowlist=deployments=[" + annotation_key + "]"),
+            std::string::npos);
+}
+
 // The alert rules load in promtool (`promtool check rules`) and name only exported metrics.
 TEST(AlertRulesTest, PromtoolChecksTheRulesAndEveryMetricIsExported) {
   testing::ScopedTempDir tmp;
