@@ -20,7 +20,8 @@ const std::map<std::string, std::string>& Map() {
     for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
       const size_t eq = pair.find('=');
       if (eq == std::string_view::npos || eq == 0 || eq + 1 == pair.size()) {
-        spdlog::error("GPUVPA_TEST_ADDRESS_MAP: \"{}\" is not from=to (ignored)", std::string(pair));
+        spdlog::error("GPUVPA_TEST_ADDRESS_MAP: \"{}\" is not from=to (ignored)",
+                      std::string(pair));
         continue;
       }
       m.emplace(std::string(pair.substr(0, eq)), std::string(pair.substr(eq + 1)));
