@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -66,16 +67,27 @@ struct Figures {
 std::map<std::string, Figures> ParseShowbackCsv(const std::string& csv) {
   std::map<std::string, Figures> out;
   std::stringstream in(csv);
-  std::string line;
-  std::getline(in, line);  // header: group, allocated_gpu_hours, allocated_usd, ...
-  while (std::getline(in, line)) {
+  auto fields = [](std::string line) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<std::string> f;
     std::stringstream ls(line);
-    std::string group, hours, usd;
-    std::getline(ls, group, ',');
-    std::getline(ls, hours, ',');
-    std::getline(ls, usd, ',');
-    out[group] = {std::llround(std::stod(hours) * 3.6e6), std::llround(std::stod(usd) * 1e6)};
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    return f;
+  };
+  std::string line;
+  std::getline(in, line);  // header: group, period_start, ..., allocated_gpu_hours, allocated_usd
+  const std::vector<std::string> header = fields(line);
+  auto column = [&](const char* name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const size_t hours = column("allocated_gpu_hours"), usd = column("allocated_usd");
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = fields(line);
+    if (f.size() != header.size()) {
+      ADD_FAILURE() << "a row of " << f.size() << " fields under a header of " << header.size();
+      continue;
+    }
+    out[f[0]] = {std::llround(std::stod(f[hours]) * 3.6e6), std::llround(std::stod(f[usd]) * 1e6)};
   }
   return out;
 }
