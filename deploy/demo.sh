@@ -45,6 +45,7 @@ step "$out/recommend.txt" build/bin/gpuvpa recommend --trace build/demo-fleet.cs
   --checkpoint "$checkpoint" --ledger "$ledger"
 echo "gpuvpa demo: 2/4 planner (Report mode) and owner reports"
 step "$out/plan.txt" build/bin/gpuvpa plan --checkpoint "$checkpoint" --ledger "$ledger" \
+  --policy deploy/config/demo-policy.yaml \
   --report "$out" --format html,md,json,csv
 echo "gpuvpa demo: 3/4 scaler replay of the nightly training queue (scale-to-zero, metered)"
 step build/demo-arrivals.log build/bin/gpuvpa-scaler demo-arrivals --out build/demo-arrivals.csv

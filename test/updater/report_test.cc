@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "core/base/atomic_file.h"
 #include "core/cost/ledger.h"
@@ -112,7 +114,12 @@ TEST_F(PlanReportTest, ProposalsInTheLedgerMatchTheReportsAndRerunAddsNothing) {
                      after = w["cost"]["monthly_after_usd"];
         EXPECT_GE(after, 0);
         sum += before - after;
-        if (w["action"] != "no_change") {
+        // A change has its YAML, except a scale-to-zero that keeps its size and has no known
+        // queue: an idle-timeout scale-down, said so, with nothing to apply.
+        if (w["action"] == "scale_to_zero" && w["resize"] == "no_change" && w["queue_list"] == "") {
+          EXPECT_TRUE(w["changes"].empty());
+          EXPECT_NE(w["action_label"].get<std::string>().find("idle-timeout"), std::string::npos);
+        } else if (w["action"] != "no_change") {
           EXPECT_FALSE(w["yaml_change"].get<std::string>().empty());
         }
         EXPECT_EQ(w["charts"]["hourly_active_ratio"].size(), 168u);
@@ -148,8 +155,8 @@ TEST_F(PlanReportTest, ProposalsInTheLedgerMatchTheReportsAndRerunAddsNothing) {
   EXPECT_EQ(csv[0][0], "cost_center");
 
   const std::string md = *ReadWholeFile(report + "/report.md");
-  EXPECT_NE(md.find("| cost center | idle tax |"), std::string::npos);
-  EXPECT_NE(md.find("```yaml\n# kubectl -n agents patch deployment agent-loop"), std::string::npos);
+  EXPECT_NE(md.find("| cost center | idle tax (history) |"), std::string::npos);
+  EXPECT_NE(md.find("```sh\nkubectl -n agents patch deployment agent-loop"), std::string::npos);
 }
 
 TEST_F(PlanReportTest, RecommendationsJsonIsAcceptedAndHostileOnesAreRefusedByField) {
@@ -215,7 +222,8 @@ TEST(ReportTextTest, CsvQuotesPerRfc4180AndHtmlEscapesEveryName) {
   const auto csv = ParseCsv(RenderCsvReport(input));
   ASSERT_EQ(csv.size(), 2u);
   EXPECT_EQ(csv[1][0], "<script>alert(1)</script>, \"team\"");
-  EXPECT_EQ(csv[1].back(), "a \"quoted\", comma\r\nand a new line");
+  EXPECT_EQ(csv[1][std::find(csv[0].begin(), csv[0].end(), "reason") - csv[0].begin()],
+            "a \"quoted\", comma\r\nand a new line");
   Result<std::string> html = RenderHtmlReport(input);
   ASSERT_TRUE(html.ok());
   EXPECT_EQ(html->find("<script>"), std::string::npos);
@@ -227,13 +235,16 @@ TEST(ReportTextTest, CsvQuotesPerRfc4180AndHtmlEscapesEveryName) {
 
 // Runs headless Chromium on a file; returns its log (console messages included) and whether it
 // exited 0 within the deadline.
-bool RenderInChromium(const std::string& html_path, const std::string& png_path,
-                      const std::string& profile_dir, const std::string& log_path) {
+// `output` is "--screenshot=PNG" or "--dump-dom" (the DOM after load goes to the log).
+bool RenderInChromium(const std::string& html_path, const std::string& output,
+                      const std::string& profile_dir, const std::string& log_path,
+                      int width = 1280) {
   const pid_t pid = testing::SpawnProcess(
       {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
        "--no-first-run", "--disable-background-networking", "--disable-component-update",
-       "--disable-sync", "--user-data-dir=" + profile_dir, "--enable-logging=stderr", "--v=0",
-       "--window-size=1280,2400", "--screenshot=" + png_path, "file://" + html_path},
+       "--disable-sync", "--allow-file-access-from-files", "--user-data-dir=" + profile_dir,
+       "--enable-logging=stderr", "--v=0", "--window-size=" + std::to_string(width) + ",2400",
+       output, "file://" + html_path},
       log_path);
   if (pid <= 0) return false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -257,7 +268,7 @@ TEST_F(PlanReportTest, HtmlReportRendersInHeadlessChromiumWithoutConsoleErrors) 
                                   "<html><body><script>console.error('broken page')</script>"
                                   "</body></html>")
                   .ok());
-  ASSERT_TRUE(RenderInChromium(dir_.Path("broken.html"), dir_.Path("broken.png"),
+  ASSERT_TRUE(RenderInChromium(dir_.Path("broken.html"), "--screenshot=" + dir_.Path("broken.png"),
                                dir_.Path("profile0"), dir_.Path("broken.log")));
   EXPECT_NE(ReadWholeFile(dir_.Path("broken.log"))->find("CONSOLE"), std::string::npos);
 
@@ -267,16 +278,40 @@ TEST_F(PlanReportTest, HtmlReportRendersInHeadlessChromiumWithoutConsoleErrors) 
             0);
   const std::string shot_dir = std::string(GPUVPA_BIN_DIR) + "/../test-artifacts";
   std::filesystem::create_directories(shot_dir);
-  const std::string png = shot_dir + "/plan-report.png";
-  std::filesystem::remove(png);
-  ASSERT_TRUE(RenderInChromium(dir_.Path("r/report.html"), png, dir_.Path("profile1"),
-                               dir_.Path("chromium.log")));
-  const std::string log = *ReadWholeFile(dir_.Path("chromium.log"));
-  EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << log;
-  const std::string image = *ReadWholeFile(png);
-  ASSERT_GT(image.size(), 10000u);
-  EXPECT_EQ(image.substr(1, 3), "PNG");
-  std::cout << "screenshot: " << std::filesystem::canonical(png) << "\n";
+  // 1400 px wide (a desktop), and 400 px (a phone): Chromium's window is at least 500 px wide,
+  // so the 400 px view is the report in a 400 px frame of a page that measures it.
+  std::ofstream(dir_.Path("r/at-400.html"))
+      << "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"f\" src=\"report.html\" "
+         "style=\"width:400px;height:2400px;border:0\"></"
+         "iframe><script>document.getElementById('f')"
+         ".onload=function(){var "
+         "d=this.contentDocument;document.body.setAttribute('data-page-width',"
+         "d.documentElement.scrollWidth+'/'+this.contentWindow.innerWidth)}</script></body></html>";
+  for (const auto& [page, width, png] :
+       {std::tuple<std::string, int, std::string>{"report.html", 1400, "plan-report-1400.png"},
+        {"at-400.html", 500, "plan-report-400.png"}}) {
+    const std::string path = shot_dir + "/" + png;
+    std::filesystem::remove(path);
+    ASSERT_TRUE(RenderInChromium(dir_.Path("r/" + page), "--screenshot=" + path,
+                                 dir_.Path("profile-" + png), dir_.Path(png + ".log"), width));
+    const std::string log = *ReadWholeFile(dir_.Path(png + ".log"));
+    EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << log;
+    const std::string image = *ReadWholeFile(path);
+    ASSERT_GT(image.size(), 10000u);
+    EXPECT_EQ(image.substr(1, 3), "PNG");
+    std::cout << "screenshot: " << std::filesystem::canonical(path) << "\n";
+  }
+  // At 400 px nothing makes the page itself scroll sideways: wide tables and YAML scroll inside
+  // their boxes, charts scale, headline numbers wrap.
+  ASSERT_TRUE(RenderInChromium(dir_.Path("r/at-400.html"), "--dump-dom", dir_.Path("profile-dom"),
+                               dir_.Path("dom.log"), 500));
+  const std::string dom = *ReadWholeFile(dir_.Path("dom.log"));
+  const size_t at = dom.find("data-page-width=\"");
+  ASSERT_NE(at, std::string::npos) << dom.substr(0, 2000);
+  const std::string measured = dom.substr(at + 17, dom.find('"', at + 17) - at - 17);
+  const int page_width = std::stoi(measured.substr(0, measured.find('/')));
+  EXPECT_EQ(measured.substr(measured.find('/') + 1), "400") << measured;
+  EXPECT_LE(page_width, 400) << "the report is " << page_width << " px wide in a 400 px view";
 }
 
 }  // namespace

@@ -184,6 +184,13 @@ PlannedAction Planner::Plan(const v1::Recommendation& r) const {
   a.sm_need_gpu_fraction = std::clamp(r.sm_p90_ratio() * compute_fraction, 0.0, 1.0);
   a.sm_slices_needed =
       std::max(1, static_cast<int>(std::ceil(a.sm_need_gpu_fraction * kMigComputeSlices - 1e-9)));
+  a.gpus_per_pod = from->kind == AllocationKind::kWholeGpu ? std::max(1, from->count) : 1;
+  a.to_gpu_per_pod = unit->device_fraction * std::max(1, from->count);
+  if (auto it = policy_.workload_annotations.find(id.namespace_name() + "/" + id.owner_kind() +
+                                                  "/" + id.owner_name());
+      it != policy_.workload_annotations.end())
+    if (auto q = it->second.find(std::string(kQueueListAnnotation)); q != it->second.end())
+      a.queue_list = q->second;
 
   if (!r.has_target()) return keep(r.withheld_reason());
   if (r.confidence() < policy_.min_confidence)
@@ -244,6 +251,7 @@ PlannedAction Planner::Plan(const v1::Recommendation& r) const {
     a.to_allocation = best->allocation.ToString();
     a.to_model = best->model;
     a.to_vram_capacity_bytes = best->capacity_bytes;
+    a.to_gpu_per_pod = best->device_fraction * std::max(1, best->allocation.count);
     a.monthly_after = best_cost;
   }
   if (QualifiesForScaleToZero(r)) {
@@ -253,6 +261,7 @@ PlannedAction Planner::Plan(const v1::Recommendation& r) const {
     const std::string to_model = best != nullptr ? best->model : (*model)->name;
     if (Result<MicroUsd> cost = MonthlyCost(to, to_model, a.pods * (1 - r.idle_hours_ratio()));
         cost.ok()) {
+      a.resize_kind = a.kind;
       a.kind = PlanKind::kScaleToZero;
       a.monthly_after = *cost;
     }
@@ -282,6 +291,12 @@ PlannedAction Planner::Plan(const v1::Recommendation& r) const {
     a.risk = Risk::kHigh;
     a.risk_reason = "the largest peak seen (" + Gib(r.vram_history_peak_bytes()) +
                     ") would not fit " + Gib(a.to_vram_capacity_bytes);
+  } else if (r.cuda_oom_count() > 0) {
+    // It ran out of memory where it is: no smaller home is low risk, whatever the target says.
+    a.risk = Risk::kHigh;
+    a.risk_reason = std::to_string(r.cuda_oom_count()) + " CUDA out-of-memory event" +
+                    (r.cuda_oom_count() == 1 ? "" : "s") +
+                    " in the history: check what ran out before any change";
   } else if (a.headroom_ratio < kMediumRiskHeadroom) {
     a.risk = Risk::kMedium;
     a.risk_reason = "target within " + Pct(kMediumRiskHeadroom) + " of the capacity";

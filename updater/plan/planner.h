@@ -37,12 +37,18 @@ enum class PlanKind {
 };
 std::string_view PlanKindName(PlanKind kind);
 
+// The workload annotation (in the policy's workload_annotations) naming the Redis list a
+// workload consumes: the queue a proposed ScaledObject scales it by.
+inline constexpr std::string_view kQueueListAnnotation = "gpuvpa.io/queue-list";
+
 enum class Risk { kLow, kMedium, kHigh };
 std::string_view RiskName(Risk risk);
 
 struct PlannedAction {
   v1::Recommendation evidence;  // the recommendation (identity, percentiles, peaks, history)
   PlanKind kind = PlanKind::kNoChange;
+  // Under a scale-to-zero, the resize that comes with it (kNoChange: the size stays).
+  PlanKind resize_kind = PlanKind::kNoChange;
   std::string reason;
   UpdateMode mode = UpdateMode::kReport;
   bool production = false;
@@ -52,7 +58,15 @@ struct PlannedAction {
   std::string from_model;
   std::string to_model;
   double vram_target_bytes = 0;
-  double sm_need_gpu_fraction = 0;    // SM p90 as a share of one whole GPU
+  double sm_need_gpu_fraction = 0;  // SM p90 as a share of one whole GPU, per GPU of the pod
+  int gpus_per_pod = 1;             // whole GPUs the pod holds today (1 for a part of one)
+  // The share of physical GPUs one pod of `to_allocation` holds (what metering charges per
+  // replica): 0.25 for a 1/4 share, the slice fraction of a MIG instance, N for N whole GPUs.
+  double to_gpu_per_pod = 1;
+  // The Redis list a scale-to-zero is driven by (policy workload annotation
+  // gpuvpa.io/queue-list); "" when no queue is known: then the proposal is an idle-timeout
+  // scale-down, and no ScaledObject is generated.
+  std::string queue_list;
   int sm_slices_needed = 0;           // of 7
   double to_vram_capacity_bytes = 0;  // what one unit of to_allocation holds
   // (capacity - target) / capacity: how much room the target leaves inside the pick.
@@ -65,6 +79,7 @@ struct PlannedAction {
   double pods = 1;  // pods priced (average over the history, at least one)
 
   bool changes() const { return kind != PlanKind::kNoChange; }
+  double sm_need_gpus_total() const { return sm_need_gpu_fraction * gpus_per_pod; }
   MicroUsd monthly_savings() const { return monthly_before - monthly_after; }
 };
 

@@ -22,49 +22,45 @@ table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 10px;border-bottom
 th{font-weight:600;background:#f0f2f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .card{background:#fff;border:1px solid #d9dde3;border-radius:6px;padding:12px 16px;margin:10px 0}
 .card h4{margin:0 0 6px;font-size:14px}.charts{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
-pre{background:#f3f4f6;border:1px solid #e1e4e8;padding:8px;overflow-x:auto;font-size:12px}
+pre{background:#f3f4f6;border:1px solid #e1e4e8;padding:8px;overflow-x:auto;font-size:12px;max-width:100%;box-sizing:border-box}
+.scroll{overflow-x:auto;max-width:100%}svg{max-width:100%;height:auto}
+.stats{display:flex;flex-wrap:wrap;gap:8px;margin:10px 0}.stat{background:#fff;border:1px solid #d9dde3;border-radius:6px;padding:6px 10px;min-width:120px}
+.stat b{display:block;font-size:16px;font-variant-numeric:tabular-nums}.cmd{font:12px ui-monospace,monospace;margin:8px 0 2px;overflow-wrap:anywhere}
+.oom{color:#a40000;font-weight:600}
+@media (max-width:600px){body{margin:8px}.card{padding:8px}h1{font-size:19px}}
 .tag{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;margin-left:6px}
 .low{background:#dff3e4}.medium{background:#fff1c2}.high{background:#ffd9d6}.none{background:#eceff3}
 )";
 
-// Horizontal bars: idle tax and proposed savings per cost center.
-std::string CostCenterBars(const std::vector<CostCenterGroup>& groups) {
+// Horizontal bars of one measure per cost center, on a scale of its own (idle tax over the
+// history and savings per month are different quantities: never one scale).
+std::string CostCenterBars(const std::vector<CostCenterGroup>& groups, const std::string& title,
+                           MicroUsd (*value)(const CostCenterGroup&), const std::string& suffix,
+                           const char* color) {
   MicroUsd top = 1;
-  for (const CostCenterGroup& g : groups)
-    top = std::max({top, g.idle_tax, std::max<MicroUsd>(0, g.monthly_savings())});
-  const int label_w = 160, bar_w = 420, row_h = 34;
-  const int height = static_cast<int>(groups.size()) * row_h + 30;
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" width=\"" +
-                    std::to_string(label_w + bar_w + 130) + "\" height=\"" +
-                    std::to_string(height) +
-                    "\"><title>Idle tax and proposed monthly savings "
-                    "per cost center</title>";
-  int y = 4;
+  for (const CostCenterGroup& g : groups) top = std::max(top, std::max<MicroUsd>(0, value(g)));
+  const int label_w = 160, bar_w = 300, row_h = 22;
+  const int width = label_w + bar_w + 130;
+  const int height = static_cast<int>(groups.size()) * row_h + 24;
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" viewBox=\"0 0 " +
+                    std::to_string(width) + " " + std::to_string(height) + "\" width=\"" +
+                    std::to_string(width) + "\" height=\"" + std::to_string(height) + "\"><title>" +
+                    Esc(title) +
+                    "</title><text x=\"0\" y=\"13\" font-size=\"12\" "
+                    "font-weight=\"600\">" +
+                    Esc(title) + "</text>";
+  int y = 20;
   for (const CostCenterGroup& g : groups) {
-    const double idle_w = bar_w * static_cast<double>(g.idle_tax) / static_cast<double>(top);
-    const double save_w = bar_w * static_cast<double>(std::max<MicroUsd>(0, g.monthly_savings())) /
-                          static_cast<double>(top);
-    svg += "<text x=\"0\" y=\"" + std::to_string(y + 18) + "\" font-size=\"13\">" + Esc(g.name) +
-           "</text>";
-    svg += "<rect x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y) + "\" width=\"" +
-           Num(idle_w) + "\" height=\"13\" fill=\"#e8833a\"/>";
-    svg += "<text x=\"" + Num(label_w + idle_w + 6) + "\" y=\"" + std::to_string(y + 11) +
-           "\" font-size=\"11\">" + Esc(FormatUsd(g.idle_tax)) + " idle tax</text>";
-    svg += "<rect x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + 15) +
-           "\" width=\"" + Num(save_w) + "\" height=\"13\" fill=\"#2f9e5b\"/>";
-    svg += "<text x=\"" + Num(label_w + save_w + 6) + "\" y=\"" + std::to_string(y + 26) +
-           "\" font-size=\"11\">" + Esc(FormatUsd(g.monthly_savings())) + "/month</text>";
+    const MicroUsd v = std::max<MicroUsd>(0, value(g));
+    const double w = bar_w * static_cast<double>(v) / static_cast<double>(top);
+    svg += "<text x=\"0\" y=\"" + std::to_string(y + 12) + "\" font-size=\"12\">" + Esc(g.name) +
+           "</text><rect x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + 2) +
+           "\" width=\"" + Num(w) + "\" height=\"13\" fill=\"" + color + "\"/><text x=\"" +
+           Num(label_w + w + 6) + "\" y=\"" + std::to_string(y + 13) + "\" font-size=\"11\">" +
+           Esc(FormatUsd(value(g)) + suffix) + "</text>";
     y += row_h;
   }
-  svg += "<rect x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + 4) +
-         "\" width=\"10\" height=\"10\" fill=\"#e8833a\"/><text x=\"" +
-         std::to_string(label_w + 14) + "\" y=\"" + std::to_string(y + 13) +
-         "\" font-size=\"11\">idle tax over the history</text><rect x=\"" +
-         std::to_string(label_w + 180) + "\" y=\"" + std::to_string(y + 4) +
-         "\" width=\"10\" height=\"10\" fill=\"#2f9e5b\"/><text x=\"" +
-         std::to_string(label_w + 194) + "\" y=\"" + std::to_string(y + 13) +
-         "\" font-size=\"11\">proposed savings per month</text></svg>";
-  return svg;
+  return svg + "</svg>";
 }
 
 struct Marker {
@@ -82,7 +78,8 @@ std::string Histogram(const std::string& title, const std::vector<WorkloadCharts
   const double plot_w = w - left - 8, plot_h = h - bottom - top;
   double most = 0;
   for (const auto& b : bars) most = std::max(most, b.weight);
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" width=\"" +
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" viewBox=\"0 0 " +
+                    std::to_string(w) + " " + std::to_string(h) + "\" width=\"" +
                     std::to_string(w) + "\" height=\"" + std::to_string(h) + "\"><title>" +
                     Esc(title) + "</title><text x=\"" + std::to_string(left) +
                     "\" y=\"12\" font-size=\"12\" font-weight=\"600\">" + Esc(title) + "</text>";
@@ -122,7 +119,8 @@ std::string Histogram(const std::string& title, const std::vector<WorkloadCharts
 // A week of hours, one cell each: grey without a sample, light when idle, green by active share.
 std::string ActivityStrip(const WorkloadCharts& c) {
   const int cell = 4, w = 168 * cell + 60, h = 62;
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" width=\"" +
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" viewBox=\"0 0 " +
+                    std::to_string(w) + " " + std::to_string(h) + "\" width=\"" +
                     std::to_string(w) + "\" height=\"" + std::to_string(h) +
                     "\"><title>Active share by hour, latest week</title><text x=\"0\" y=\"12\" "
                     "font-size=\"12\" font-weight=\"600\">Activity by hour (latest week; white = "
@@ -163,14 +161,14 @@ std::string WorkloadCard(const PlannedAction& a, const std::optional<WorkloadCha
   const v1::Recommendation& r = a.evidence;
   const std::string risk_class = a.changes() ? std::string(RiskName(a.risk)) : "none";
   std::string html = "<div class=\"card\"><h4>" + Esc(ActionDisplayName(a)) + "<span class=\"tag " +
-                     risk_class + "\">" + Esc(std::string(PlanKindName(a.kind))) +
+                     risk_class + "\">" + Esc(ActionLabel(a)) +
                      (a.changes() ? ", risk " + std::string(RiskName(a.risk)) : "") +
                      "</span><span class=\"tag none\">" + Esc(std::string(UpdateModeName(a.mode))) +
                      (a.production ? ", production" : "") + (a.auto_apply ? ", applies" : "") +
                      "</span></h4><div class=\"muted\">" + Esc(a.reason) +
                      (a.risk_reason.empty() ? "" : " &mdash; " + Esc(a.risk_reason)) + "</div>";
-  html += "<table><tr><th>from</th><td>" + Esc(a.from_allocation) + " on " + Esc(a.from_model) +
-          "</td><th>monthly now</th><td class=\"n\">" +
+  html += "<div class=\"scroll\"><table><tr><th>from</th><td>" + Esc(a.from_allocation) + " on " +
+          Esc(a.from_model) + "</td><th>monthly now</th><td class=\"n\">" +
           (a.priced ? Esc(FormatUsd(a.monthly_before)) : "no price") +
           "</td></tr><tr><th>to</th><td>" + Esc(a.to_allocation) + " on " + Esc(a.to_model) +
           "</td><th>monthly planned</th><td class=\"n\">" +
@@ -180,14 +178,18 @@ std::string WorkloadCard(const PlannedAction& a, const std::optional<WorkloadCha
           "] GiB</td><th>peak seen</th><td class=\"n\">" + Num(r.vram_history_peak_bytes() / kGiB) +
           " GiB</td></tr>";
   html += "<tr><th>SM p90 / p99</th><td>" + Num(r.sm_p90_ratio() * 100, 0) + " % / " +
-          Num(r.sm_p99_ratio() * 100, 0) + " % (need " + Num(a.sm_need_gpu_fraction * 100, 0) +
-          " % of a GPU, " + std::to_string(a.sm_slices_needed) +
+          Num(r.sm_p99_ratio() * 100, 0) + " % (need " + Esc(SmNeedText(a)) + ", " +
+          std::to_string(a.sm_slices_needed) +
           "/7 slices)</td><th>active duty</th><td class=\"n\">" +
           Num(r.active_duty_ratio() * 100, 1) + " %</td></tr>";
   html += "<tr><th>history</th><td>" + Num(r.history_s() / 86400, 1) + " days, " +
           std::to_string(r.sample_count()) + " samples, confidence " + Num(r.confidence(), 2) +
           "</td><th>idle hours</th><td class=\"n\">" + Num(r.idle_hours_ratio() * 100, 0) +
-          " %</td></tr></table>";
+          " %</td></tr><tr><th>CUDA out-of-memory</th><td" +
+          (r.cuda_oom_count() > 0 ? " class=\"oom\"" : "") + ">" +
+          std::to_string(r.cuda_oom_count()) +
+          " in the history</td><th>pods priced</th><td class=\"n\">" + Num(a.pods, 1) +
+          "</td></tr></table></div>";
   if (charts) {
     html += "<div class=\"charts\">";
     double x_max =
@@ -209,8 +211,11 @@ std::string WorkloadCard(const PlannedAction& a, const std::optional<WorkloadCha
         "<div class=\"muted\">Charts need the histograms: plan from a checkpoint "
         "(--checkpoint).</div>";
   }
-  const std::string yaml = YamlChange(a, input.scale_to_zero);
-  if (!yaml.empty()) html += "<pre>" + Esc(yaml) + "</pre>";
+  for (const ChangeDocument& d : ChangeDocuments(a, input.scale_to_zero))
+    html += "<div class=\"cmd\">" + Esc(d.title) + ": save as " + Esc(d.file) + ", then<br>$ " +
+            Esc(d.command) + "</div><pre>" + Esc(d.yaml) + "</pre>";
+  if (a.kind == PlanKind::kScaleToZero && a.queue_list.empty())
+    html += "<div class=\"muted\">" + Esc(IdleScaleDownAdvice(a)) + "</div>";
   return html + "</div>";
 }
 
@@ -232,12 +237,20 @@ Result<std::string> RenderHtmlReport(const ReportInput& input) {
           Esc(FormatTimestamp(input.generated_at_s)) +
           ". Monthly = 730 h at the price book's rates; idle tax = allocated minus VRAM-resident "
           "GPU time over the history.</div>";
-  html += "<table><tr><th>workloads</th><td class=\"n\">" + std::to_string(input.actions.size()) +
-          "</td><th>monthly now</th><td class=\"n\">" + Esc(FormatUsd(before)) +
-          "</td><th>monthly planned</th><td class=\"n\">" + Esc(FormatUsd(after)) +
-          "</td><th>proposed savings</th><td class=\"n\">" + Esc(FormatUsd(before - after)) +
-          "</td><th>idle tax</th><td class=\"n\">" + Esc(FormatUsd(idle)) + "</td></tr></table>";
-  html += "<h2>Cost centers</h2>" + CostCenterBars(*groups);
+  auto stat = [](const std::string& label, const std::string& value) {
+    return "<div class=\"stat\">" + Esc(label) + "<b>" + Esc(value) + "</b></div>";
+  };
+  html += "<div class=\"stats\">" + stat("workloads", std::to_string(input.actions.size())) +
+          stat("monthly now", FormatUsd(before)) + stat("monthly planned", FormatUsd(after)) +
+          stat("proposed savings per month", FormatUsd(before - after)) +
+          stat("idle tax over the history", FormatUsd(idle)) + "</div>";
+  html += "<h2>Cost centers</h2>" +
+          CostCenterBars(
+              *groups, "Idle tax over the history (allocated minus VRAM-resident GPU time)",
+              [](const CostCenterGroup& g) { return g.idle_tax; }, "", "#e8833a") +
+          CostCenterBars(
+              *groups, "Proposed savings per month",
+              [](const CostCenterGroup& g) { return g.monthly_savings(); }, "/month", "#2f9e5b");
   for (const CostCenterGroup& g : *groups) {
     html += "<h2>Cost center " + Esc(g.name) + "</h2><div class=\"muted\">" +
             std::to_string(g.changes) + " changes; " + Esc(FormatUsd(g.monthly_before)) +

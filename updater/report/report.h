@@ -63,15 +63,40 @@ Result<std::vector<CostCenterGroup>> GroupByCostCenter(const std::vector<Planned
 // The sum of the groups (name empty, namespaces none): the plan's totals. Checked sums.
 Result<CostCenterGroup> TotalOf(const std::vector<CostCenterGroup>& groups);
 
-// The exact change to apply: a strategic-merge patch of the owner's pod template (resource
-// names and, for a GPU model change, the node selector), and for scale-to-zero a KEDA
-// ScaledObject on gpuvpa's scaler. Empty when nothing changes.
+// One YAML document of a change, with the command that applies it.
+struct ChangeDocument {
+  std::string title;    // what it does, and whether it changes an object or creates one
+  std::string file;     // the name the command reads it from
+  std::string command;  // kubectl patch (a change) or kubectl apply (a new object)
+  std::string yaml;     // exactly one document
+};
+
+// The exact change to apply, one document each: a strategic-merge patch of the owner's pod
+// template (resource names and, for a GPU model change, the node selector), and for
+// scale-to-zero on a known queue a KEDA ScaledObject on gpuvpa's scaler (none without a known
+// queue: the proposal is then an idle-timeout scale-down). Empty when nothing changes.
+std::vector<ChangeDocument> ChangeDocuments(const PlannedAction& action,
+                                            const ScaleToZeroPolicy& scale_to_zero);
+// The documents joined as a multi-document stream, each headed by its command as a comment.
 std::string YamlChange(const PlannedAction& action, const ScaleToZeroPolicy& scale_to_zero);
 
 // "ns/Kind/name/container"
 std::string ActionDisplayName(const PlannedAction& action);
+// What the action does, target included: "MIG instance nvidia.com/mig-1g.10gb=1",
+// "shared GPU nvidia.com/gpu.shared=1/4 + idle-timeout scale-down (no known queue)".
+std::string ActionLabel(const PlannedAction& action);
+// For a scale-to-zero without a known queue: what to do instead (an idle timeout) and how to
+// get a ScaledObject proposed.
+std::string IdleScaleDownAdvice(const PlannedAction& action);
+// The SM need, per GPU and in total for a multi-GPU pod: "12 % of a GPU", "1 % of each of 4
+// GPUs (0.04 GPU in total)".
+std::string SmNeedText(const PlannedAction& action);
 
 Result<std::string> RenderHtmlReport(const ReportInput& input);
+// For a pull-request comment: under GitHub's 65,536-character limit whatever the fleet (a
+// summary, a narrow table of the changes, details in collapsed blocks while they fit; the rest
+// is named as being in the other formats).
+inline constexpr size_t kMarkdownReportBudget = 60'000;
 Result<std::string> RenderMarkdownReport(const ReportInput& input);
 Result<std::string> RenderJsonReport(const ReportInput& input);
 std::string RenderCsvReport(const ReportInput& input);

@@ -1,23 +1,30 @@
 // Report grouping and the YAML change of an action.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
+#include "core/base/names.h"
 #include "core/gpu/gpu_allocation.h"
 #include "updater/report/report.h"
+#include "updater/report/text_format.h"
 
 namespace gpuvpa::updater {
 namespace {
 
+std::string KindLower(const v1::WorkloadIdentity& id) {
+  std::string kind = id.owner_kind();
+  std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+  return kind;
+}
+
+// A strategic-merge patch of the owner's pod template: the container's GPU resource and, for
+// another GPU model, the node selector.
 std::string ResourcePatch(const PlannedAction& a, const GpuAllocation& from,
                           const GpuAllocation& to) {
   const v1::WorkloadIdentity& id = a.evidence.identity();
   const GpuResourceRequest old_resource = ResourceRequestOf(from);
   const GpuResourceRequest new_resource = ResourceRequestOf(to);
-  std::string kind_lower = id.owner_kind();
-  std::transform(kind_lower.begin(), kind_lower.end(), kind_lower.begin(), ::tolower);
-  std::string y = "# kubectl -n " + id.namespace_name() + " patch " + kind_lower + " " +
-                  id.owner_name() + " --type strategic --patch-file change.yaml\n";
-  y += "spec:\n  template:\n    spec:\n";
+  std::string y = "spec:\n  template:\n    spec:\n";
   if (a.to_model != a.from_model)
     y += "      nodeSelector:\n        # GPU feature discovery's product label; check your nodes' "
          "exact value\n        nvidia.com/gpu.product: " +
@@ -34,10 +41,10 @@ std::string ResourcePatch(const PlannedAction& a, const GpuAllocation& from,
   return y;
 }
 
-std::string ScaledObject(const PlannedAction& a, const GpuAllocation& to,
-                         const ScaleToZeroPolicy& s) {
+// A KEDA ScaledObject on gpuvpa's scaler, driven by the workload's known queue, metering each
+// replica at the share of a GPU the plan priced.
+std::string ScaledObject(const PlannedAction& a, const ScaleToZeroPolicy& s) {
   const v1::WorkloadIdentity& id = a.evidence.identity();
-  const int gpus = to.kind == AllocationKind::kWholeGpu ? to.count : 1;
   return "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata:\n  name: " + id.owner_name() +
          "\n  namespace: " + id.namespace_name() +
          "\nspec:\n  scaleTargetRef: {kind: " + id.owner_kind() + ", name: " + id.owner_name() +
@@ -48,11 +55,26 @@ std::string ScaledObject(const PlannedAction& a, const GpuAllocation& to,
          "      metadata:\n        scalerAddress: " +
          s.scaler_address +
          "\n        enableTLS: \"true\"\n        source: redis\n        address: " +
-         s.queue_address + "\n        listName: " + id.owner_name() +
-         "  # the queue this workload consumes\n        listLength: \"5\"\n"
+         s.queue_address + "\n        listName: " + a.queue_list +
+         "\n        listLength: \"5\"\n"
          "        activationListLength: \"0\"\n        costCenter: " +
          id.cost_center() + "\n        gpuModel: " + a.to_model + "\n        gpuPerReplica: \"" +
-         std::to_string(gpus) + "\"\n";
+         FormatNumber(a.to_gpu_per_pod) + "\"\n";
+}
+
+std::string ResizeLabel(PlanKind kind, const PlannedAction& a) {
+  switch (kind) {
+    case PlanKind::kMigProfile:
+      return "MIG instance " + a.to_allocation;
+    case PlanKind::kSharedGpu:
+      return "shared GPU " + a.to_allocation;
+    case PlanKind::kGpuModel:
+      return "GPU model " + a.to_model;
+    case PlanKind::kFewerGpus:
+      return "fewer GPUs: " + a.to_allocation;
+    default:
+      return "";
+  }
 }
 
 }  // namespace
@@ -62,18 +84,59 @@ std::string ActionDisplayName(const PlannedAction& a) {
   return id.namespace_name() + "/" + id.owner_kind() + "/" + id.owner_name() + "/" + id.container();
 }
 
-std::string YamlChange(const PlannedAction& a, const ScaleToZeroPolicy& scale_to_zero) {
-  if (!a.changes()) return "";
+std::string ActionLabel(const PlannedAction& a) {
+  if (a.kind == PlanKind::kNoChange) return "no change";
+  if (a.kind != PlanKind::kScaleToZero) return ResizeLabel(a.kind, a);
+  const std::string resize = ResizeLabel(a.resize_kind, a);
+  const std::string scale = a.queue_list.empty() ? "idle-timeout scale-down (no known queue)"
+                                                 : "scale to zero on queue " + a.queue_list;
+  return resize.empty() ? scale : resize + " + " + scale;
+}
+
+std::string IdleScaleDownAdvice(const PlannedAction& a) {
+  return "No queue is known for " + a.evidence.identity().owner_name() +
+         ", so no ScaledObject is proposed: scale it to zero after an idle timeout instead (for a "
+         "notebook, the hub's idle culler; otherwise a job that scales the " +
+         a.evidence.identity().owner_kind() +
+         " to 0 after its idle hours). The planned cost counts its active hours only. If it "
+         "consumes a Redis list, give it the policy workload annotation " +
+         std::string(kQueueListAnnotation) + ": <list> and a KEDA ScaledObject is proposed.";
+}
+
+std::string SmNeedText(const PlannedAction& a) {
+  const std::string per = Fixed(a.sm_need_gpu_fraction * 100, 0) + " %";
+  if (a.gpus_per_pod <= 1) return per + " of a GPU";
+  return per + " of each of " + std::to_string(a.gpus_per_pod) + " GPUs (" +
+         Fixed(a.sm_need_gpus_total(), 2) + " GPU in total)";
+}
+
+std::vector<ChangeDocument> ChangeDocuments(const PlannedAction& a,
+                                            const ScaleToZeroPolicy& scale_to_zero) {
+  std::vector<ChangeDocument> docs;
+  if (!a.changes()) return docs;
   Result<GpuAllocation> from = ParseGpuAllocation(a.from_allocation);
   Result<GpuAllocation> to = ParseGpuAllocation(a.to_allocation);
-  if (!from.ok() || !to.ok()) return "";
-  std::string y;
-  if (a.to_allocation != a.from_allocation || a.to_model != a.from_model)
-    y = ResourcePatch(a, *from, *to);
-  if (a.kind == PlanKind::kScaleToZero) {
-    if (!y.empty()) y += "---\n";
-    y += ScaledObject(a, *to, scale_to_zero);
+  if (!from.ok() || !to.ok()) return docs;
+  const v1::WorkloadIdentity& id = a.evidence.identity();
+  if (a.to_allocation != a.from_allocation || a.to_model != a.from_model) {
+    const std::string file = id.owner_name() + "-gpu.patch.yaml";
+    docs.push_back({"patch the " + id.owner_kind() + " (a change: kubectl patch)", file,
+                    "kubectl -n " + id.namespace_name() + " patch " + KindLower(id) + " " +
+                        id.owner_name() + " --type strategic --patch-file " + file,
+                    ResourcePatch(a, *from, *to)});
   }
+  if (a.kind == PlanKind::kScaleToZero && !a.queue_list.empty()) {
+    const std::string file = id.owner_name() + "-scaledobject.yaml";
+    docs.push_back({"create the ScaledObject (a new object: kubectl apply)", file,
+                    "kubectl apply -f " + file, ScaledObject(a, scale_to_zero)});
+  }
+  return docs;
+}
+
+std::string YamlChange(const PlannedAction& a, const ScaleToZeroPolicy& scale_to_zero) {
+  std::string y;
+  for (const ChangeDocument& d : ChangeDocuments(a, scale_to_zero))
+    y += (y.empty() ? "" : "---\n") + ("# " + d.command + "\n") + d.yaml;
   return y;
 }
 

@@ -44,6 +44,9 @@ nlohmann::ordered_json ActionJson(const PlannedAction& a, const ReportInput& inp
       {"owner_name", id.owner_name()},
       {"container", id.container()},
       {"action", PlanKindName(a.kind)},
+      {"action_label", ActionLabel(a)},
+      {"resize", PlanKindName(a.resize_kind)},
+      {"queue_list", a.queue_list},
       {"reason", a.reason},
       {"mode", UpdateModeName(a.mode)},
       {"production", a.production},
@@ -74,6 +77,8 @@ nlohmann::ordered_json ActionJson(const PlannedAction& a, const ReportInput& inp
         {"sm_p90_ratio", r.sm_p90_ratio()},
         {"sm_p99_ratio", r.sm_p99_ratio()},
         {"sm_need_gpu_fraction", a.sm_need_gpu_fraction},
+        {"gpus_per_pod", a.gpus_per_pod},
+        {"sm_need_gpus_total", a.sm_need_gpus_total()},
         {"sm_slices_needed", a.sm_slices_needed},
         {"active_duty_ratio", r.active_duty_ratio()},
         {"idle_hours_ratio", r.idle_hours_ratio()},
@@ -87,6 +92,12 @@ nlohmann::ordered_json ActionJson(const PlannedAction& a, const ReportInput& inp
         {"shared_device_estimate", r.shared_device_estimate()}}},
       {"yaml_change", YamlChange(a, input.scale_to_zero)},
   };
+  nlohmann::ordered_json changes = nlohmann::ordered_json::array();
+  for (const ChangeDocument& d : ChangeDocuments(a, input.scale_to_zero))
+    changes.push_back(
+        {{"title", d.title}, {"file", d.file}, {"command", d.command}, {"yaml", d.yaml}});
+  j["changes"] = std::move(changes);
+  j["cost"]["gpu_per_replica"] = a.to_gpu_per_pod;
   if (charts) {
     auto bars = [](const std::vector<WorkloadCharts::Bar>& in) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -140,7 +151,7 @@ std::string RenderCsvReport(const ReportInput& input) {
       "cost_center,namespace,owner_kind,owner_name,container,action,mode,auto_apply,from,to,"
       "from_gpu_model,to_gpu_model,vram_target_gib,to_vram_capacity_gib,sm_need_gpu_fraction,"
       "risk,monthly_before_usd,monthly_after_usd,monthly_savings_usd,confidence,history_hours,"
-      "reason\r\n";
+      "reason,action_label,gpus_per_pod,sm_need_gpus_total,cuda_oom_count,gpu_per_replica\r\n";
   Result<std::vector<CostCenterGroup>> groups = GroupByCostCenter(input.actions);
   std::vector<size_t> order;
   if (groups.ok()) {
@@ -177,12 +188,17 @@ std::string RenderCsvReport(const ReportInput& input) {
                                   money[2],
                                   Fixed(a.evidence.confidence(), 2),
                                   Fixed(a.evidence.history_s() / 3600, 1),
-                                  a.reason};
+                                  a.reason,
+                                  ActionLabel(a),
+                                  std::to_string(a.gpus_per_pod),
+                                  Fixed(a.sm_need_gpus_total(), 3),
+                                  std::to_string(a.evidence.cuda_oom_count()),
+                                  Fixed(a.to_gpu_per_pod, 4)};
     // Text (names, the reason: what a peer or a label could set) is neutralised; numbers this
     // code formatted (a negative saving included) stay numbers.
-    constexpr bool kNumber[] = {false, false, false, false, false, false, false, false,
-                                false, false, false, false, true,  true,  true,  false,
-                                true,  true,  true,  true,  true,  false};
+    constexpr bool kNumber[] = {false, false, false, false, false, false, false, false, false,
+                                false, false, false, true,  true,  true,  false, true,  true,
+                                true,  true,  true,  false, false, true,  true,  true,  true};
     static_assert(sizeof kNumber == sizeof fields / sizeof fields[0]);
     for (size_t f = 0; f < std::size(fields); ++f)
       out += (f ? "," : "") + (kNumber[f] ? CsvNumber(fields[f]) : CsvText(fields[f]));
@@ -200,43 +216,87 @@ Result<std::string> RenderMarkdownReport(const ReportInput& input) {
                    ". Monthly costs are for 730 h at the price book's rates; idle tax is "
                    "allocated minus VRAM-resident GPU time over the history.\n\n";
   md +=
-      "| cost center | idle tax | monthly now | monthly planned | proposed savings | changes |\n"
-      "|---|---:|---:|---:|---:|---:|\n";
+      "| cost center | idle tax (history) | monthly now | monthly planned | savings/month | "
+      "changes |\n|---|---:|---:|---:|---:|---:|\n";
   for (const CostCenterGroup& g : *groups)
     md += "| " + MdCell(g.name) + " | " + FormatUsd(g.idle_tax) + " | " +
           FormatUsd(g.monthly_before) + " | " + FormatUsd(g.monthly_after) + " | " +
           FormatUsd(g.monthly_savings()) + " | " + std::to_string(g.changes) + " |\n";
-  for (const CostCenterGroup& g : *groups) {
-    md += "\n## Cost center " + MdCell(g.name) + "\n";
-    for (const NamespaceGroup& ns : g.namespaces) {
-      md += "\n### Namespace " + MdCell(ns.name) + "\n\n";
-      md +=
-          "| workload | action | from | to | VRAM target | SM need | risk | monthly now | "
-          "planned | mode |\n|---|---|---|---|---:|---:|---|---:|---:|---|\n";
-      for (size_t i : ns.actions) {
-        const PlannedAction& a = input.actions[i];
-        const v1::WorkloadIdentity& id = a.evidence.identity();
-        md += "| " + MdCell(id.owner_kind() + "/" + id.owner_name() + "/" + id.container()) +
-              " | " + std::string(PlanKindName(a.kind)) + " | " + MdCell(a.from_allocation) +
-              " | " +
-              MdCell(a.to_allocation + (a.to_model != a.from_model ? " on " + a.to_model : "")) +
-              " | " + Fixed(a.vram_target_bytes / kGiB, 1) + " GiB | " +
-              Fixed(a.sm_need_gpu_fraction * 100, 0) + " % | " + std::string(RiskName(a.risk)) +
-              " | " + Money(a, a.monthly_before) + " | " + Money(a, a.monthly_after) + " | " +
-              std::string(UpdateModeName(a.mode)) + (a.auto_apply ? " (applies)" : "") + " |\n";
-      }
-      for (size_t i : ns.actions) {
-        const PlannedAction& a = input.actions[i];
-        const std::string yaml = YamlChange(a, input.scale_to_zero);
-        md += "\n<details><summary>" + MdCell(ActionDisplayName(a)) + ": " + MdCell(a.reason) +
-              "</summary>\n\n";
-        if (!a.risk_reason.empty())
-          md += "Risk " + std::string(RiskName(a.risk)) + ": " + a.risk_reason + ".\n\n";
-        if (!yaml.empty()) md += "```yaml\n" + yaml + "```\n";
-        md += "\n</details>\n";
-      }
-    }
+  // Changes first, largest saving first; then the workloads left as they are.
+  std::vector<size_t> changed, unchanged;
+  for (const CostCenterGroup& g : *groups)
+    for (const NamespaceGroup& ns : g.namespaces)
+      for (size_t i : ns.actions) (input.actions[i].changes() ? changed : unchanged).push_back(i);
+  std::stable_sort(changed.begin(), changed.end(), [&](size_t a, size_t b) {
+    return input.actions[a].monthly_savings() > input.actions[b].monthly_savings();
+  });
+  // Narrow rows, so that a pull-request comment shows every column.
+  auto row = [&](size_t i) {
+    const PlannedAction& a = input.actions[i];
+    return "| " + MdCell(ActionDisplayName(a)) + " | " + MdCell(ActionLabel(a)) + " | " +
+           Money(a, a.monthly_before) + " &rarr; " + Money(a, a.monthly_after) + " | " +
+           std::string(RiskName(a.risk)) +
+           (a.evidence.cuda_oom_count() > 0
+                ? " (" + std::to_string(a.evidence.cuda_oom_count()) + " CUDA OOM)"
+                : "") +
+           " | " + std::string(UpdateModeName(a.mode)) + (a.auto_apply ? " (applies)" : "") +
+           " |\n";
+  };
+  auto details = [&](size_t i) {
+    const PlannedAction& a = input.actions[i];
+    const v1::Recommendation& r = a.evidence;
+    std::string d = "\n<details><summary>" + MdCell(ActionDisplayName(a)) + ": " +
+                    MdCell(ActionLabel(a)) + "</summary>\n\n";
+    d += "- " + MdCell(a.reason) + "\n- from " + MdCell(a.from_allocation) + " on " +
+         MdCell(a.from_model) + " to " + MdCell(a.to_allocation) + " on " + MdCell(a.to_model) +
+         "\n- VRAM target " + Fixed(a.vram_target_bytes / kGiB, 1) + " GiB (largest peak " +
+         Fixed(r.vram_history_peak_bytes() / kGiB, 1) + " GiB); SM need " + SmNeedText(a) +
+         "\n- CUDA out-of-memory: " + std::to_string(r.cuda_oom_count()) + " in the history\n";
+    if (!a.risk_reason.empty())
+      d += "- risk " + std::string(RiskName(a.risk)) + ": " + MdCell(a.risk_reason) + "\n";
+    for (const ChangeDocument& c : ChangeDocuments(a, input.scale_to_zero))
+      d += "\n" + MdCell(c.title) + ": save as `" + c.file + "`, then\n\n```sh\n" + c.command +
+           "\n```\n\n```yaml\n" + c.yaml + "```\n";
+    if (a.kind == PlanKind::kScaleToZero && a.queue_list.empty())
+      d += "\n" + MdCell(IdleScaleDownAdvice(a)) + "\n";
+    return d + "\n</details>\n";
+  };
+  md += "\n## Changes (" + std::to_string(changed.size()) +
+        ")\n\n| workload | action | monthly now &rarr; planned | risk | mode "
+        "|\n|---|---|---|---|---|\n";
+  // The table takes at most half the budget, so that the largest changes also show in full.
+  size_t shown = 0;
+  for (size_t i : changed) {
+    const std::string line = row(i);
+    if (md.size() + line.size() > kMarkdownReportBudget / 2) break;
+    md += line;
+    ++shown;
   }
+  md += "\n## Details\n";
+  for (size_t k = 0; k < shown; ++k) {
+    const std::string block = details(changed[k]);
+    if (md.size() + block.size() > kMarkdownReportBudget) {
+      shown = k;
+      break;
+    }
+    md += block;
+  }
+  if (shown < changed.size())
+    md += "\n_" + std::to_string(changed.size() - shown) +
+          " more changes are in report.html, report.json and report.csv: a pull-request comment "
+          "holds 65,536 characters._\n";
+  md += "\n## Unchanged (" + std::to_string(unchanged.size()) + ")\n\n";
+  size_t listed = 0;
+  for (size_t i : unchanged) {
+    const PlannedAction& a = input.actions[i];
+    const std::string line = "- " + MdCell(ActionDisplayName(a)) + ": " + MdCell(a.reason) + "\n";
+    if (md.size() + line.size() + 200 > kMarkdownReportBudget) break;
+    md += line;
+    ++listed;
+  }
+  if (listed < unchanged.size())
+    md += "\n_" + std::to_string(unchanged.size() - listed) +
+          " more unchanged workloads are in report.html and report.json._\n";
   return md;
 }
 
