@@ -535,6 +535,13 @@ TEST_F(ManifestRunTest, EveryContainerOfEveryOverlayStartsAsWrittenAndPassesItsP
       EXPECT_EQ(rc, 0) << s.who << ": " << out;
     }
     EXPECT_EQ(scraped, 3);
+    // The owner reports on the updater's Service port.
+    for (const Started& s : run.started())
+      if (s.who == "gpuvpa-updater/updater") {
+        std::string index;
+        EXPECT_EQ(HttpStatus(s.local_port.at("metrics"), "/reports/", &index), 200) << index;
+        EXPECT_NE(index.find("gpuvpa owner reports"), std::string::npos) << index;
+      }
   }
 }
 

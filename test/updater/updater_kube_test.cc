@@ -279,6 +279,45 @@ TEST_F(UpdaterKubeTest, MaxModeReportSendsZeroWritesToWorkloadsWhateverTheGvpaSa
   EXPECT_TRUE(EventReasons("ml-dev").empty()) << "no dry run, no change";
 }
 
+// The owner reports where people look: /reports/ on the updater's HTTP port (its Service),
+// an index by cost center and namespace, each report in every format; what a previous
+// container wrote is served after a restart, before any cycle; nothing else is readable.
+TEST_F(UpdaterKubeTest, ReportsAreServedUnderReportsByCostCenterAndNamespaceAcrossRestarts) {
+  const std::string reports = cluster_.dir().Path("reports");
+  {
+    auto d = Daemon(kUpdaterToken, {}, {}, reports);
+    EXPECT_EQ(d->HandleHttp("/reports/").status, 404) << "nothing written yet";
+    ASSERT_TRUE(d->RunCycle(UnixNowSeconds()).ok());
+    const HttpServerResponse index = d->HandleHttp("/reports/");
+    ASSERT_EQ(index.status, 200) << index.body;
+    EXPECT_EQ(index.content_type, "text/html; charset=utf-8");
+    for (const char* link : {"cost-center/team.html", "cost-center/team.md", "namespace/ml-dev.csv",
+                             "namespace/ml-prod.json", "report.html"})
+      EXPECT_NE(index.body.find(std::string("href=\"") + link + "\""), std::string::npos) << link;
+    EXPECT_EQ(d->HandleHttp("/reports").status, 200);
+  }
+  // A new container (the same folder): served before its first cycle.
+  auto d = Daemon(kUpdaterToken, {}, {}, reports);
+  for (const auto& [path, type] : std::vector<std::pair<std::string, std::string>>{
+           {"/reports/report.md", "text/markdown; charset=utf-8"},
+           {"/reports/cost-center/team.html", "text/html; charset=utf-8"},
+           {"/reports/namespace/ml-dev.csv", "text/csv; charset=utf-8"},
+           {"/reports/namespace/ml-prod.json", "application/json"}}) {
+    const HttpServerResponse r = d->HandleHttp(path);
+    EXPECT_EQ(r.status, 200) << path;
+    EXPECT_EQ(r.content_type, type) << path;
+  }
+  const std::string dev = d->HandleHttp("/reports/namespace/ml-dev.json").body;
+  EXPECT_NE(dev.find("\"ml-dev\""), std::string::npos);
+  EXPECT_EQ(dev.find("\"ml-prod\""), std::string::npos) << "a namespace's report holds only it";
+  std::ofstream(cluster_.dir().Path("secret.txt")) << "not a report";
+  for (const char* path :
+       {"/reports/../secret.txt", "/reports/..%2Fsecret.txt", "/reports/namespace/../../secret.txt",
+        "/reports/.hidden.html", "/reports/other.html", "/reports/namespace/x.sh",
+        "/reports//etc/passwd"})
+    EXPECT_EQ(d->HandleHttp(path).status, 404) << path;
+}
+
 TEST_F(UpdaterKubeTest, RateLimitAndOptOutAnnotationHoldChangesBack) {
   Seed("ml-dev", {}, "second");
   Seed("ml-dev", {}, "third");

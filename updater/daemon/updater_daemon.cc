@@ -395,8 +395,8 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
                        ? "recommender " + options_.recommender.address
                        : "recommendations " + options_.recommendations_file;
     input.scale_to_zero = policy_.scale_to_zero;
-    Result<std::vector<std::string>> written =
-        WriteReports(input, options_.report_dir, *ParseFormats(options_.report_formats));
+    Result<size_t> written =
+        WriteReportSite(input, options_.report_dir, *ParseFormats(options_.report_formats));
     if (written.ok())
       last_report_s_ = now_s;
     else
@@ -475,6 +475,19 @@ HttpServerResponse UpdaterDaemon::HandleHttp(const std::string& path) const {
     return ready_ ? HttpServerResponse{200, "text/plain; charset=utf-8", "ready\n"}
                   : HttpServerResponse{503, "text/plain; charset=utf-8",
                                        "not ready: " + not_ready_reason_ + "\n"};
+  }
+  if ((path == "/reports" || path.rfind("/reports/", 0) == 0) && !options_.report_dir.empty()) {
+    // The owner reports the leader wrote (the folder survives container restarts).
+    Result<ReportSiteFile> file = ReportSitePath(
+        options_.report_dir, path.size() > 9 ? std::string_view(path).substr(9) : "");
+    Result<std::string> body = file.ok() ? ReadWholeFile(file->path) : file.status();
+    if (body.ok()) return {200, file->content_type, *std::move(body)};
+    if (file.ok() && body.status().code() == StatusCode::kNotFound)
+      return {404, "text/plain; charset=utf-8",
+              "no report yet: the replica holding the Lease writes them at its next cycle (this "
+              "replica: " +
+                  options_.lease.identity + ")\n"};
+    return {404, "text/plain; charset=utf-8", "not found\n"};
   }
   if (path != "/metrics") return {404, "text/plain; charset=utf-8", "not found\n"};
   if (spooling_ != nullptr)

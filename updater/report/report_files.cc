@@ -1,10 +1,17 @@
 // Report files: formats and atomic writes.
 #include "updater/report/report_files.h"
 
+#include <cctype>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "core/base/atomic_file.h"
+#include "core/base/names.h"
+#include "core/base/time_format.h"
+#include "updater/report/text_format.h"
 
 namespace gpuvpa::updater {
 
@@ -49,6 +56,169 @@ Result<std::vector<std::string>> WriteReports(const ReportInput& input, const st
     if (Status s = write("report.csv", Result<std::string>(RenderCsvReport(input))); !s.ok())
       return s;
   return written;
+}
+
+namespace {
+
+std::string FileName(std::string_view name) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : name) {
+    if (std::isalnum(c) || c == '.' || c == '_' || c == '-') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  // "." and ".." are names a path would read as folders.
+  if (out.empty() || out == "." || out == "..") out = "%2E" + out.substr(out.empty() ? 0 : 1);
+  return out;
+}
+
+struct Format {
+  const char* ext;
+  bool ReportFormats::*enabled;
+  const char* content_type;
+};
+constexpr Format kFormats[] = {
+    {"html", &ReportFormats::html, "text/html; charset=utf-8"},
+    {"md", &ReportFormats::md, "text/markdown; charset=utf-8"},
+    {"json", &ReportFormats::json, "application/json"},
+    {"csv", &ReportFormats::csv, "text/csv; charset=utf-8"},
+};
+
+Result<std::string> Render(const char* ext, const ReportInput& input) {
+  const std::string_view e = ext;
+  if (e == "html") return RenderHtmlReport(input);
+  if (e == "md") return RenderMarkdownReport(input);
+  if (e == "json") return RenderJsonReport(input);
+  return RenderCsvReport(input);
+}
+
+// The actions (and their charts) whose cost center or namespace is `name`.
+ReportInput Subset(const ReportInput& input, bool by_cost_center, const std::string& name) {
+  ReportInput out = input;
+  out.actions.clear();
+  out.charts.clear();
+  for (size_t i = 0; i < input.actions.size(); ++i) {
+    const v1::WorkloadIdentity& id = input.actions[i].evidence.identity();
+    if ((by_cost_center ? id.cost_center() : id.namespace_name()) != name) continue;
+    out.actions.push_back(input.actions[i]);
+    out.charts.push_back(i < input.charts.size() ? input.charts[i] : std::nullopt);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<size_t> WriteReportSite(const ReportInput& input, const std::string& dir,
+                               const ReportFormats& formats) {
+  Result<std::vector<std::string>> fleet = WriteReports(input, dir, formats);
+  if (!fleet.ok()) return fleet.status();
+  size_t files = fleet->size();
+  Result<std::vector<CostCenterGroup>> groups = GroupByCostCenter(input.actions);
+  if (!groups.ok()) return groups.status();
+  std::map<std::string, MicroUsd> ns_before, ns_after;
+  std::map<std::string, size_t> ns_changes;
+  for (const PlannedAction& a : input.actions) {
+    const std::string& ns = a.evidence.identity().namespace_name();
+    ns_changes[ns] += a.changes();
+    if (!a.priced) continue;
+    ns_before[ns] += a.monthly_before;
+    ns_after[ns] += a.monthly_after;
+  }
+  std::string index =
+      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+      "content=\"width=device-width,initial-scale=1\"><title>gpuvpa reports</title><style>"
+      "body{font:14px/1.45 system-ui,sans-serif;margin:16px;color:#1d2330}table{border-collapse:"
+      "collapse}td,th{padding:3px 10px;border-bottom:1px solid #e3e6ea;text-align:left}"
+      "td.n{text-align:right}.scroll{overflow-x:auto}</style></head><body><h1>gpuvpa owner "
+      "reports</h1><p>Generated " +
+      HtmlEscape(FormatTimestamp(static_cast<double>(input.generated_at_s))) + " from " +
+      HtmlEscape(input.source) + ". The whole fleet:";
+  auto links = [&](const std::string& stem) {
+    std::string html;
+    for (const Format& f : kFormats)
+      if (formats.*f.enabled) html += " <a href=\"" + stem + "." + f.ext + "\">" + f.ext + "</a>";
+    return html;
+  };
+  index += links("report") + "</p>";
+  std::set<std::string> keep;
+  auto section =
+      [&](const char* title, const char* folder, bool by_cost_center,
+          const std::vector<std::tuple<std::string, MicroUsd, MicroUsd, size_t>>& rows) -> Status {
+    std::filesystem::create_directories(std::filesystem::path(dir) / folder);
+    index += "<h2>" + std::string(title) +
+             "</h2><div class=\"scroll\"><table><tr><th>name</th><th>monthly now</th><th>monthly "
+             "planned</th><th>changes</th><th>report</th></tr>";
+    for (const auto& [name, before, after, changes] : rows) {
+      const std::string stem = std::string(folder) + "/" + FileName(name);
+      const ReportInput subset = Subset(input, by_cost_center, name);
+      for (const Format& f : kFormats) {
+        if (!(formats.*f.enabled)) continue;
+        Result<std::string> text = Render(f.ext, subset);
+        if (!text.ok()) return text.status();
+        const std::string file = stem + "." + f.ext;
+        GPUVPA_RETURN_IF_ERROR(
+            WriteFileAtomically((std::filesystem::path(dir) / file).string(), *text));
+        keep.insert(file);
+        ++files;
+      }
+      index += "<tr><td>" + HtmlEscape(name) + "</td><td class=\"n\">" +
+               HtmlEscape(FormatUsd(before)) + "</td><td class=\"n\">" +
+               HtmlEscape(FormatUsd(after)) + "</td><td class=\"n\">" + std::to_string(changes) +
+               "</td><td>" + links(stem) + "</td></tr>";
+    }
+    index += "</table></div>";
+    return OkStatus();
+  };
+  std::vector<std::tuple<std::string, MicroUsd, MicroUsd, size_t>> by_cc, by_ns;
+  for (const CostCenterGroup& g : *groups)
+    by_cc.push_back({g.name, g.monthly_before, g.monthly_after, g.changes});
+  for (const auto& [ns, changes] : ns_changes)
+    by_ns.push_back({ns, ns_before[ns], ns_after[ns], changes});
+  GPUVPA_RETURN_IF_ERROR(section("By cost center", "cost-center", true, by_cc));
+  GPUVPA_RETURN_IF_ERROR(section("By namespace", "namespace", false, by_ns));
+  GPUVPA_RETURN_IF_ERROR(WriteFileAtomically((std::filesystem::path(dir) / "index.html").string(),
+                                             index + "</body></html>\n"));
+  // Reports of cost centers and namespaces that left the plan go.
+  for (const char* folder : {"cost-center", "namespace"}) {
+    std::error_code ec;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(dir) / folder, ec))
+      if (!keep.count(std::string(folder) + "/" + entry.path().filename().string()))
+        std::filesystem::remove(entry.path(), ec);
+  }
+  return files + 1;
+}
+
+Result<ReportSiteFile> ReportSitePath(const std::string& dir, std::string_view http_path) {
+  std::string_view rest = http_path;
+  if (rest.empty() || rest == "index.html") rest = "index.html";
+  auto not_found = [&] { return NotFoundError("no report " + QuoteForError(http_path)); };
+  std::string_view folder;
+  if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    folder = rest.substr(0, slash);
+    rest = rest.substr(slash + 1);
+    if (folder != "cost-center" && folder != "namespace") return not_found();
+  }
+  const size_t dot = rest.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || rest.front() == '.') return not_found();
+  for (char c : rest)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-' &&
+        c != '%')
+      return not_found();
+  if (folder.empty() && rest != "index.html" && rest.substr(0, dot) != "report") return not_found();
+  const std::string_view ext = rest.substr(dot + 1);
+  for (const Format& f : kFormats)
+    if (ext == f.ext)
+      return ReportSiteFile{(std::filesystem::path(dir) / std::string(folder) / std::string(rest))
+                                .lexically_normal()
+                                .string(),
+                            f.content_type};
+  return not_found();
 }
 
 }  // namespace gpuvpa::updater
