@@ -9,6 +9,9 @@ namespace gpuvpa {
 
 // Every cost lands somewhere: what no rule claims is charged here, never dropped.
 inline constexpr std::string_view kUnallocatedCostCenter = "unallocated";
+// Above this share of GPU workloads without a cost center, gpuvpa warns (log, metric, report
+// banner): the cost-center labels are probably not exported by kube-state-metrics.
+inline constexpr double kUnallocatedWarningRatio = 0.10;
 
 struct CostCenterRules {
   std::string namespace_label_key = "cost-center";

@@ -44,6 +44,19 @@ void LedgerSpoolMetrics::Sync(uint64_t spooled_rows, uint64_t dead_lettered_rows
   dead_lettered_seen_ = std::max(dead_lettered_seen_, dead_lettered_rows);
 }
 
+CostCounters::CostCounters(prometheus::Registry& registry)
+    : family_(&prometheus::BuildCounter()
+                   .Name("gpuvpa_cost_usd_total")
+                   .Help("US dollars accrued by cost center and kind (allocated, idle, metered, "
+                         "proposed_savings); increase() over a window is its cost")
+                   .Register(registry)) {}
+
+void CostCounters::Add(const std::string& cost_center, std::string_view kind, MicroUsd amount) {
+  if (amount <= 0) return;
+  family_->Add({{"cost_center", cost_center}, {"kind", std::string(kind)}})
+      .Increment(MicroToUsd(amount));
+}
+
 HttpServerResponse MetricsPage(prometheus::Registry& registry) {
   return {200, "text/plain; version=0.0.4; charset=utf-8",
           prometheus::TextSerializer().Serialize(registry.Collect())};

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "core/cost/money.h"
 #include "core/net/http_server.h"
 
 namespace gpuvpa {
@@ -31,6 +32,19 @@ class LedgerSpoolMetrics {
   prometheus::Counter* dead_lettered_;
   uint64_t spooled_seen_ = 0;
   uint64_t dead_lettered_seen_ = 0;
+};
+
+// gpuvpa_cost_usd_total{cost_center, kind}: money as it accrues (kind allocated and idle from
+// the recommender's ledger charges, metered from the scaler's metered periods,
+// proposed_savings from the updater's plan over the time it stood), so that PromQL
+// increase(gpuvpa_cost_usd_total[30d]) answers "this month". Thread-safe.
+class CostCounters {
+ public:
+  explicit CostCounters(prometheus::Registry& registry);
+  void Add(const std::string& cost_center, std::string_view kind, MicroUsd amount);
+
+ private:
+  prometheus::Family<prometheus::Counter>* family_;
 };
 
 // The registry's samples as Prometheus scrapes them.

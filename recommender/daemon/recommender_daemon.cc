@@ -8,6 +8,7 @@
 #include "core/base/names.h"
 #include "core/base/time_format.h"
 #include "core/base/workload_key.h"
+#include "core/cost/cost_center.h"
 #include "core/gpu/gpu_catalog.h"
 #include "core/net/metrics_page.h"
 #include "recommender/checkpoint/checkpoint.h"
@@ -48,6 +49,7 @@ RecommenderDaemon::RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa)
       snapshot_(std::make_shared<RecommendationSnapshot>()),
       registry_(std::make_shared<prometheus::Registry>()) {
   RegisterBuildInfo(*registry_, "recommender");
+  cost_ = std::make_unique<CostCounters>(*registry_);
   auto gauge = [&](const char* name, const char* help) {
     return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
   };
@@ -90,6 +92,9 @@ RecommenderDaemon::RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa)
   checkpoint_age_ = single("gpuvpa_recommender_checkpoint_age_seconds",
                            "Seconds since the checkpoint was last saved");
   workloads_ = single("gpuvpa_recommender_workloads", "Workload-containers tracked");
+  unallocated_ratio_ =
+      single("gpuvpa_recommender_unallocated_workloads_ratio",
+             "Share of tracked GPU workload-containers without a cost center (0..1)");
   source_through_ = single("gpuvpa_recommender_source_through_timestamp_seconds",
                            "Prometheus has been read up to this time (Unix seconds)");
 }
@@ -165,6 +170,11 @@ Status RecommenderDaemon::PollOnce(double now_s) {
       ChargeToLedger(store_, recs, gpuvpa_.prices, gpuvpa_.region, *ledger_);
   if (!charged.ok())
     spdlog::error("ledger: {} (kept pending; retried next poll)", charged.status().message());
+  else
+    for (const auto& [cost_center, amounts] : charged->by_cost_center) {
+      cost_->Add(cost_center, "allocated", amounts.allocated);
+      cost_->Add(cost_center, "idle", amounts.idle);
+    }
   Publish(recs);
   spdlog::info(
       "poll: {} chunks, {} queries, {} retries, {} points read through {}; {} samples "
@@ -274,6 +284,22 @@ void RecommenderDaemon::UpdateMetrics(const RecommendationSnapshot& snap) {
     if (rec.priced()) set(idle_tax_usd_, labels, rec.idle_tax_usd_vram());
   }
   workloads_->Set(static_cast<double>(snap.by_key.size()));
+  // GPU workloads charged to no cost center: kube-state-metrics exports no label or annotation
+  // it is not told to (README, "Install on a cluster", step 3).
+  size_t unallocated = 0;
+  for (const auto& [key, rec] : snap.by_key)
+    unallocated += rec.identity().cost_center() == kUnallocatedCostCenter;
+  const double ratio = snap.by_key.empty() ? 0.0
+                                           : static_cast<double>(unallocated) /
+                                                 static_cast<double>(snap.by_key.size());
+  unallocated_ratio_->Set(ratio);
+  if (ratio > kUnallocatedWarningRatio && !warned_unallocated_)
+    spdlog::warn(
+        "{} of {} GPU workloads have no cost center and are charged to \"{}\": does "
+        "kube-state-metrics export the cost-center label and annotation (its "
+        "--metric-labels-allowlist and --metric-annotations-allowlist)?",
+        unallocated, snap.by_key.size(), kUnallocatedCostCenter);
+  warned_unallocated_ = ratio > kUnallocatedWarningRatio;
 }
 
 std::shared_ptr<const RecommendationSnapshot> RecommenderDaemon::snapshot() const {

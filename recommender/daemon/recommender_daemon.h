@@ -19,6 +19,7 @@
 #include "core/cost/config.h"
 #include "core/cost/ledger.h"
 #include "core/net/http_server.h"
+#include "core/net/metrics_page.h"
 #include "proto/gpuvpa.pb.h"
 #include "recommender/daemon/daemon_config.h"
 #include "recommender/input/dcgm_ingest.h"
@@ -110,6 +111,9 @@ class RecommenderDaemon {
   prometheus::Gauge* checkpoint_age_ = nullptr;
   prometheus::Gauge* workloads_ = nullptr;
   prometheus::Gauge* source_through_ = nullptr;
+  prometheus::Gauge* unallocated_ratio_ = nullptr;
+  std::unique_ptr<CostCounters> cost_;
+  bool warned_unallocated_ = false;
   std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>
       workload_gauges_;
   std::atomic<double> source_through_s_{0};

@@ -100,6 +100,11 @@ Result<LedgerCharge> ChargeToLedger(FleetStore& store,
   LedgerCharge out;
   out.workloads = charges->actions.size();
   out.new_rows = *added;
+  for (const LedgerAction& a : charges->actions) {
+    LedgerCharge::Amounts& sum = out.by_cost_center[a.cost_center];
+    sum.allocated += a.allocated;
+    if (a.usage_measured) sum.idle += std::max<MicroUsd>(0, a.allocated - a.used_vram);
+  }
   out.unpriced = std::move(charges->unpriced);
   return out;
 }

@@ -10,6 +10,7 @@
 // charged twice, and nothing is lost.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,15 @@ Result<UsageCharges> ChargePendingUsage(const FleetStore& store,
 void MarkCharged(FleetStore& store, const UsageCharges& charges);
 
 struct LedgerCharge {
-  size_t workloads = 0;          // workload-containers charged
-  size_t new_rows = 0;           // rows the ledger did not hold yet
+  size_t workloads = 0;  // workload-containers charged
+  size_t new_rows = 0;   // rows the ledger did not hold yet
+  // What was charged, by cost center: allocated cost, and its idle part (allocated minus
+  // VRAM-used, rows with measured usage only). For the cost counters of /metrics.
+  struct Amounts {
+    MicroUsd allocated = 0;
+    MicroUsd idle = 0;
+  };
+  std::map<std::string, Amounts> by_cost_center;
   std::vector<Status> unpriced;  // not charged yet (no price for the model): kept pending
 };
 // Prices the pending usage, appends it with its series marks in one ledger transaction, then

@@ -166,6 +166,7 @@ bool ActivityMeter::WriteRowLocked(Meter& m, double now) {
             m.config.namespace_name, m.config.name, added.status().message());
         return false;  // nothing is lost yet: the period stays open and is written later
       }
+      if (metrics_ != nullptr) metrics_->MeteredUsd(row->cost_center, row->metered);
     }
   }
   m.row_start_s = now;

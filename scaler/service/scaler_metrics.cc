@@ -11,6 +11,7 @@ ScalerMetrics::ScalerMetrics(std::shared_ptr<prometheus::Registry> registry,
                     .Name("gpuvpa_scaler_requests_total")
                     .Help("ExternalScaler RPCs by method and gRPC status code")
                     .Register(*registry_)),
+      cost_(*registry_),
       source_read_seconds_(
           prometheus::BuildHistogram()
               .Name("gpuvpa_scaler_source_read_seconds")
@@ -67,6 +68,10 @@ void ScalerMetrics::SourceRefresh(size_t queues, double seconds) {
 }
 void ScalerMetrics::CacheHit() { cache_hits_.Increment(); }
 void ScalerMetrics::SetActiveScaledObjects(double n) { active_scaled_objects_.Set(n); }
+void ScalerMetrics::MeteredUsd(const std::string& cost_center, MicroUsd usd) {
+  cost_.Add(cost_centers_.contains(cost_center) ? cost_center : kUnallocatedLabel, "metered", usd);
+}
+
 void ScalerMetrics::MeteredGpuSeconds(const std::string& cost_center, double gpu_seconds) {
   // Label values come only from the configured set: a caller cannot mint series.
   const std::string& label = cost_centers_.contains(cost_center) ? cost_center : kUnallocatedLabel;

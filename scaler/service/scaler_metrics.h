@@ -15,6 +15,9 @@
 #include <set>
 #include <string>
 
+#include "core/cost/money.h"
+#include "core/net/metrics_page.h"
+
 namespace gpuvpa::scaler {
 
 class ScalerMetrics {
@@ -31,6 +34,8 @@ class ScalerMetrics {
   void CacheHit();
   void SetActiveScaledObjects(double n);
   void MeteredGpuSeconds(const std::string& cost_center, double gpu_seconds);
+  // A metered row's cost, as written: gpuvpa_cost_usd_total{kind="metered"}.
+  void MeteredUsd(const std::string& cost_center, MicroUsd usd);
 
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
@@ -39,6 +44,7 @@ class ScalerMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   const std::set<std::string, std::less<>> cost_centers_;
   prometheus::Family<prometheus::Counter>& requests_;
+  CostCounters cost_;
   prometheus::Histogram& source_read_seconds_;
   prometheus::Histogram& source_refresh_seconds_;
   prometheus::Counter& refreshed_queues_;

@@ -304,6 +304,23 @@ TEST_F(PrometheusIngestTest, RestartReadsNoHistoryTwiceAndChargesNothingTwice) {
     for (const QueriedRange& r : ranges) EXPECT_LE(r.end_s - r.start_s, 6 * 3600 - 60 + 1e-6);
     through = ranges.back().end_s;
     for (const auto& [key, rec] : d->snapshot()->by_key) first_costs[key] = rec.allocated_usd();
+    // The cost counters accrue what the ledger was charged, by cost center: their sum over
+    // kind="allocated" is the ledger's allocated total.
+    const std::string metrics = d->HandleHttp("/metrics").body;
+    double allocated = 0, idle = 0;
+    std::istringstream lines(metrics);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("gpuvpa_cost_usd_total{", 0) != 0) continue;
+      const double v = std::stod(line.substr(line.rfind(' ') + 1));
+      if (line.find("kind=\"allocated\"") != std::string::npos) allocated += v;
+      if (line.find("kind=\"idle\"") != std::string::npos) idle += v;
+    }
+    std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(tmp.Path("ledger.db"))).value();
+    const Showback charged = *ledger->QueryShowback({});
+    EXPECT_NEAR(allocated, MicroToUsd(charged.total.allocated), 1e-6) << metrics;
+    EXPECT_GT(idle, 0);
+    EXPECT_LE(idle, allocated);
+    EXPECT_NE(metrics.find("gpuvpa_recommender_unallocated_workloads_ratio "), std::string::npos);
   }
   auto totals = [](const std::string& ledger_path) {
     std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(ledger_path)).value();

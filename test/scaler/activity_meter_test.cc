@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/net/metrics_page.h"
+#include "scaler/service/scaler_metrics.h"
 #include "test/support/money_util.h"
 #include "test/support/temp_dir.h"
 
@@ -52,7 +54,10 @@ class ActivityMeterTest : public ::testing::Test {
 };
 
 TEST_F(ActivityMeterTest, MetersHeldReplicaEstimatesAndWritesAPricedRowOnScaleToZero) {
-  ActivityMeter meter({}, ledger_.get(), prices_, [&] { return now_; });
+  auto registry = std::make_shared<prometheus::Registry>();
+  ScalerMetrics metrics(registry, {"ai-agents"});
+  ActivityMeter meter(
+      {}, ledger_.get(), prices_, [&] { return now_; }, &metrics);
   meter.OnDepth(config_, 0);  // t = 0: idle
   now_ += 10;
   meter.OnDepth(config_, 11);  // 3 replicas from t = 10
@@ -69,6 +74,12 @@ TEST_F(ActivityMeterTest, MetersHeldReplicaEstimatesAndWritesAPricedRowOnScaleTo
   EXPECT_EQ(s->groups[0].metered, gpuvpa::testing::Cost(540'000, 2.64));
   EXPECT_EQ(s->groups[0].reserved, gpuvpa::testing::Cost(100 * 3 * 2 * 1000, 2.64))
       << "peak 3 replicas for 100 s";
+  // /metrics accrues what the row charged: gpuvpa_cost_usd_total{kind="metered"}.
+  const std::string text = MetricsPage(*registry).body;
+  const std::string series = "gpuvpa_cost_usd_total{cost_center=\"ai-agents\",kind=\"metered\"} ";
+  const size_t at = text.find(series);
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_NEAR(std::stod(text.substr(at + series.size())), MicroToUsd(s->groups[0].metered), 1e-9);
 }
 
 // A scaler killed with a period open: the next start writes the period as saved (every 10 s

@@ -241,5 +241,33 @@ TEST_F(ReportTruthTest, MarkdownForAPullRequestStaysUnderTheCommentLimitForAnyFl
   EXPECT_EQ(demo_md->find("more changes are in"), std::string::npos);
 }
 
+// More than 10 % of the workloads without a cost center: every format says so at the top, and
+// how to fix it; at 10 % or less, none does.
+TEST(ReportWarningTest, WorkloadsWithoutACostCenterAreFlaggedAboveTenPercent) {
+  for (const int unallocated : {1, 2}) {
+    ReportInput input;
+    for (int i = 0; i < 10; ++i) {
+      PlannedAction a;
+      v1::WorkloadIdentity* id = a.evidence.mutable_identity();
+      id->set_namespace_name("ns");
+      id->set_owner_kind("Deployment");
+      id->set_owner_name("w" + std::to_string(i));
+      id->set_container("main");
+      id->set_cost_center(i < unallocated ? "unallocated" : "team");
+      input.actions.push_back(a);
+    }
+    const bool warn = unallocated == 2;
+    const std::string expected =
+        std::to_string(unallocated) + " of 10 GPU workloads have no cost center";
+    Result<std::string> html = RenderHtmlReport(input), md = RenderMarkdownReport(input),
+                        doc = RenderJsonReport(input);
+    ASSERT_TRUE(html.ok() && md.ok() && doc.ok());
+    EXPECT_EQ(html->find(expected) != std::string::npos, warn) << unallocated;
+    EXPECT_EQ(md->find("> **Warning:** " + expected) != std::string::npos, warn) << unallocated;
+    const std::string warning = json::parse(*doc)["warning"];
+    EXPECT_EQ(warning.find("--metric-labels-allowlist") != std::string::npos, warn);
+  }
+}
+
 }  // namespace
 }  // namespace gpuvpa::updater

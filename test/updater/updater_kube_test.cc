@@ -247,8 +247,9 @@ TEST_F(UpdaterKubeTest, MaxModeReportSendsZeroWritesToWorkloadsWhateverTheGvpaSa
     policy.max_mode = UpdateMode::kReport;
     auto d = Daemon(token, policy);
     cluster_.api().ClearRequests();
+    const double t0 = UnixNowSeconds();
     for (int cycle = 0; cycle < 2; ++cycle) {
-      Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+      Result<CycleSummary> s = d->RunCycle(t0 + 60 * cycle);
       ASSERT_TRUE(s.ok()) << s.status().ToString();
       EXPECT_EQ(s->gvpas, 2u);
       EXPECT_EQ(s->planned, 3u) << token;
@@ -265,6 +266,14 @@ TEST_F(UpdaterKubeTest, MaxModeReportSendsZeroWritesToWorkloadsWhateverTheGvpaSa
     }
     EXPECT_EQ(workload_writes, 0) << token;
     EXPECT_GE(status_writes, 2) << token << ": the GVPAs' status is still written";
+    // Proposed savings accrue over the minute the plan stood: three H100 -> MIG 1g.20gb
+    // proposals of $6.88/h x 3/4 each.
+    const std::string metrics = d->HandleHttp("/metrics").body;
+    const std::string series =
+        "gpuvpa_cost_usd_total{cost_center=\"team\",kind=\"proposed_savings\"} ";
+    ASSERT_NE(metrics.find(series), std::string::npos) << metrics;
+    EXPECT_NEAR(std::stod(metrics.substr(metrics.find(series) + series.size())),
+                3 * 6.88 * 0.75 * 60 / 3600, 1e-5);
     EXPECT_EQ(Limits("ml-dev"), (json{{"nvidia.com/gpu", "1"}}));
     EXPECT_EQ(Limits("ml-dev", "second"), (json{{"nvidia.com/gpu", "1"}}));
     const json dev = cluster_.api().Get("gpuverticalpodautoscalers", "ml-dev", "server");

@@ -115,6 +115,7 @@ UpdaterDaemon::UpdaterDaemon(UpdaterDaemonOptions options, GpuvpaConfig config,
       registry_(std::make_shared<prometheus::Registry>()) {
   RegisterBuildInfo(*registry_, "updater");
   spool_metrics_ = std::make_unique<LedgerSpoolMetrics>(*registry_, "updater");
+  cost_ = std::make_unique<CostCounters>(*registry_);
   auto gauge = [this](const char* name, const char* help) {
     return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_).Add({});
   };
@@ -379,6 +380,18 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
       summary.messages.push_back(key + ": " + s.message());
     }
   }
+  // Proposed savings accrue for the time the plan stood (since the last cycle, at most two
+  // intervals: a replica that just took the lead does not claim the time before).
+  if (last_savings_accrual_s_ > 0) {
+    const double elapsed =
+        std::clamp(now_s - last_savings_accrual_s_, 0.0, 2 * options_.interval_s);
+    for (const PlannedAction& a : all_actions)
+      if (a.changes() && a.priced && a.monthly_savings() > 0)
+        cost_->Add(a.evidence.identity().cost_center(), "proposed_savings",
+                   static_cast<MicroUsd>(std::llround(static_cast<double>(a.monthly_savings()) *
+                                                      elapsed / (kHoursPerMonth * 3600))));
+  }
+  last_savings_accrual_s_ = now_s;
   if (ledger_) {
     // One proposal row per workload-container and hour while the evidence holds.
     const int64_t hour = static_cast<int64_t>(std::floor(now_s / 3600)) * 3600;

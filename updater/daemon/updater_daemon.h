@@ -111,6 +111,8 @@ class UpdaterDaemon {
   std::unique_ptr<LedgerSink> ledger_;          // what rows are appended to (maybe spooling)
   SpoolingLedgerSink* spooling_ = nullptr;      // ledger_ when it spools
   std::unique_ptr<LedgerSpoolMetrics> spool_metrics_;
+  std::unique_ptr<CostCounters> cost_;
+  double last_savings_accrual_s_ = 0;  // proposed savings accrue from here to the next cycle
   double last_report_s_ = -1e18;
 
   std::atomic<bool> stop_{false};

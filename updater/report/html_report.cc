@@ -237,6 +237,8 @@ Result<std::string> RenderHtmlReport(const ReportInput& input) {
           Esc(FormatTimestamp(input.generated_at_s)) +
           ". Monthly = 730 h at the price book's rates; idle tax = allocated minus VRAM-resident "
           "GPU time over the history.</div>";
+  if (const std::string warning = UnallocatedWarning(input.actions); !warning.empty())
+    html += "<div class=\"card high\" role=\"alert\">" + Esc(warning) + "</div>";
   auto stat = [](const std::string& label, const std::string& value) {
     return "<div class=\"stat\">" + Esc(label) + "<b>" + Esc(value) + "</b></div>";
   };

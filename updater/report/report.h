@@ -88,6 +88,9 @@ std::string ActionLabel(const PlannedAction& action);
 // For a scale-to-zero without a known queue: what to do instead (an idle timeout) and how to
 // get a ScaledObject proposed.
 std::string IdleScaleDownAdvice(const PlannedAction& action);
+// When more than kUnallocatedWarningRatio of the workloads have no cost center: a warning for
+// the top of every report (the labels are probably not exported by kube-state-metrics); else "".
+std::string UnallocatedWarning(const std::vector<PlannedAction>& actions);
 // The SM need, per GPU and in total for a multi-GPU pod: "12 % of a GPU", "1 % of each of 4
 // GPUs (0.04 GPU in total)".
 std::string SmNeedText(const PlannedAction& action);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/base/names.h"
+#include "core/cost/cost_center.h"
 #include "core/gpu/gpu_allocation.h"
 #include "updater/report/report.h"
 #include "updater/report/text_format.h"
@@ -101,6 +102,21 @@ std::string IdleScaleDownAdvice(const PlannedAction& a) {
          " to 0 after its idle hours). The planned cost counts its active hours only. If it "
          "consumes a Redis list, give it the policy workload annotation " +
          std::string(kQueueListAnnotation) + ": <list> and a KEDA ScaledObject is proposed.";
+}
+
+std::string UnallocatedWarning(const std::vector<PlannedAction>& actions) {
+  size_t unallocated = 0;
+  for (const PlannedAction& a : actions)
+    unallocated += a.evidence.identity().cost_center() == kUnallocatedCostCenter;
+  if (actions.empty() || static_cast<double>(unallocated) <=
+                             kUnallocatedWarningRatio * static_cast<double>(actions.size()))
+    return "";
+  return std::to_string(unallocated) + " of " + std::to_string(actions.size()) +
+         " GPU workloads have no cost center and are charged to \"" +
+         std::string(kUnallocatedCostCenter) +
+         "\": kube-state-metrics exports a namespace label or workload annotation only when its "
+         "--metric-labels-allowlist / --metric-annotations-allowlist name it (README, \"Install "
+         "on a cluster\", step 3).";
 }
 
 std::string SmNeedText(const PlannedAction& a) {

@@ -139,6 +139,7 @@ Result<std::string> RenderJsonReport(const ReportInput& input) {
                             {"namespaces", std::move(namespaces)}});
   }
   const nlohmann::ordered_json doc = {{"schema", kReportSchema},
+                                      {"warning", UnallocatedWarning(input.actions)},
                                       {"generated_at", FormatTimestamp(input.generated_at_s)},
                                       {"evidence_through", FormatTimestamp(input.as_of_s)},
                                       {"source", input.source},
@@ -215,6 +216,8 @@ Result<std::string> RenderMarkdownReport(const ReportInput& input) {
                    FormatTimestamp(input.generated_at_s) +
                    ". Monthly costs are for 730 h at the price book's rates; idle tax is "
                    "allocated minus VRAM-resident GPU time over the history.\n\n";
+  if (const std::string warning = UnallocatedWarning(input.actions); !warning.empty())
+    md += "> **Warning:** " + MdCell(warning) + "\n\n";
   md +=
       "| cost center | idle tax (history) | monthly now | monthly planned | savings/month | "
       "changes |\n|---|---:|---:|---:|---:|---:|\n";
