@@ -14,8 +14,11 @@ std::string CsvNumber(std::string_view v) {
 }
 
 std::string CsvText(std::string_view text) {
-  if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos)
-    return CsvNumber("'" + std::string(text));
+  if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos) {
+    std::string neutral(1, '\'');  // appended, not prepended: GCC 12 -Wrestrict at -O3
+    neutral.append(text);
+    return CsvNumber(neutral);
+  }
   return CsvNumber(text);
 }
 

@@ -201,8 +201,10 @@ std::string RenderCsvReport(const ReportInput& input) {
                                 false, false, false, true,  true,  true,  false, true,  true,
                                 true,  true,  true,  false, false, true,  true,  true,  true};
     static_assert(sizeof kNumber == sizeof fields / sizeof fields[0]);
-    for (size_t f = 0; f < std::size(fields); ++f)
-      out += (f ? "," : "") + (kNumber[f] ? CsvNumber(fields[f]) : CsvText(fields[f]));
+    for (size_t f = 0; f < std::size(fields); ++f) {
+      if (f > 0) out += ',';
+      out += kNumber[f] ? CsvNumber(fields[f]) : CsvText(fields[f]);
+    }
     out += "\r\n";
   }
   return out;
@@ -257,11 +259,15 @@ Result<std::string> RenderMarkdownReport(const ReportInput& input) {
          "\n- CUDA out-of-memory: " + std::to_string(r.cuda_oom_count()) + " in the history\n";
     if (!a.risk_reason.empty())
       d += "- risk " + std::string(RiskName(a.risk)) + ": " + MdCell(a.risk_reason) + "\n";
-    for (const ChangeDocument& c : ChangeDocuments(a, input.scale_to_zero))
-      d += "\n" + MdCell(c.title) + ": save as `" + c.file + "`, then\n\n```sh\n" + c.command +
+    for (const ChangeDocument& c : ChangeDocuments(a, input.scale_to_zero)) {
+      d += '\n';
+      d += MdCell(c.title) + ": save as `" + c.file + "`, then\n\n```sh\n" + c.command +
            "\n```\n\n```yaml\n" + c.yaml + "```\n";
-    if (a.kind == PlanKind::kScaleToZero && a.queue_list.empty())
-      d += "\n" + MdCell(IdleScaleDownAdvice(a)) + "\n";
+    }
+    if (a.kind == PlanKind::kScaleToZero && a.queue_list.empty()) {
+      d += '\n';
+      d += MdCell(IdleScaleDownAdvice(a)) + "\n";
+    }
     return d + "\n</details>\n";
   };
   md += "\n## Changes (" + std::to_string(changed.size()) +
