@@ -438,14 +438,15 @@ class ManifestRun {
     // /tmp last: the other sources live under it.
     std::stable_partition(mounts.begin(), mounts.end(),
                           [](const auto& m) { return m.second != "/tmp"; });
-    std::string script = "set -e\n";
+    // This build's binaries first: the checkout may itself live under a path a volume covers
+    // (a clone in /tmp, which the recommender's emptyDir hides).
+    std::string script = "set -e\nmount --bind " + Quote(GPUVPA_BIN_DIR) + " /usr/local/bin\n";
     for (const auto& [source, target] : mounts) {
       if (!fs::exists(target)) created_.insert(target);
       script += "mkdir -p " + Quote(target) + "\nmount --bind " + Quote(source) + " " +
                 Quote(target) + "\n";
       if (read_only.count(target)) script += "mount -o remount,bind,ro " + Quote(target) + "\n";
     }
-    script += "mount --bind " + Quote(GPUVPA_BIN_DIR) + " /usr/local/bin\n";
     if (c["securityContext"]["readOnlyRootFilesystem"].as<bool>(false))
       script += "mount -o remount,bind,ro /\n";
     script += "exec setpriv --reuid=" + std::to_string(uid) + " --regid=" + std::to_string(gid) +
