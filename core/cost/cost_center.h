@@ -1,6 +1,7 @@
 // Cost-center resolution: who pays for a workload's GPUs.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <string_view>
@@ -12,6 +13,10 @@ inline constexpr std::string_view kUnallocatedCostCenter = "unallocated";
 // Above this share of GPU workloads without a cost center, gpuvpa warns (log, metric, report
 // banner): the cost-center labels are probably not exported by kube-state-metrics.
 inline constexpr double kUnallocatedWarningRatio = 0.10;
+// Whether `unallocated` of `total` GPU workloads is above that share.
+inline bool TooManyWithoutCostCenter(size_t unallocated, size_t total) {
+  return static_cast<double>(unallocated) > kUnallocatedWarningRatio * static_cast<double>(total);
+}
 
 struct CostCenterRules {
   std::string namespace_label_key = "cost-center";

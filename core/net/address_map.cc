@@ -48,15 +48,22 @@ std::string SocketAddress(const std::string& host_port) {
   return mapped ? *mapped : host_port;
 }
 
+SocketTarget SplitHostPort(const std::string& host_port) {
+  const size_t colon = host_port.rfind(':');
+  std::string host = host_port.substr(0, colon == std::string::npos ? host_port.size() : colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return {host, colon == std::string::npos ? std::string() : host_port.substr(colon + 1)};
+}
+
 SocketTarget SocketAddress(const std::string& host, uint16_t port) {
   const bool v6 = host.find(':') != std::string::npos;
   const std::string written = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
   std::optional<std::string> mapped = MappedAddress(written);
   if (!mapped) return {host, std::to_string(port)};
-  const size_t colon = mapped->rfind(':');
-  std::string h = mapped->substr(0, colon == std::string::npos ? mapped->size() : colon);
-  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  return {h, colon == std::string::npos ? std::to_string(port) : mapped->substr(colon + 1)};
+  SocketTarget target = SplitHostPort(*mapped);
+  if (target.port.empty()) target.port = std::to_string(port);
+  return target;
 }
 
 }  // namespace gpuvpa

@@ -18,11 +18,13 @@ std::optional<std::string> MappedAddress(const std::string& host_port);
 // `host_port` mapped, or itself.
 std::string SocketAddress(const std::string& host_port);
 
-// The same for a host and port held apart (a URL's), split again for a resolver.
 struct SocketTarget {
   std::string host;  // without brackets
-  std::string port;
+  std::string port;  // "" when there is none
 };
+// "host:port" or "[v6]:port" taken apart.
+SocketTarget SplitHostPort(const std::string& host_port);
+// The same for a host and port held apart (a URL's), split again for a resolver.
 SocketTarget SocketAddress(const std::string& host, uint16_t port);
 
 }  // namespace gpuvpa

@@ -14,11 +14,7 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& address,
   std::optional<std::string> mapped = MappedAddress(address);
   if (!mapped) return grpc::CreateChannel(address, creds);
   grpc::ChannelArguments args;
-  const size_t colon = address.rfind(':');
-  std::string host = address.substr(0, colon == std::string::npos ? address.size() : colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  args.SetSslTargetNameOverride(host);
+  args.SetSslTargetNameOverride(SplitHostPort(address).host);
   return grpc::CreateCustomChannel(*mapped, creds, args);
 }
 

@@ -36,12 +36,13 @@ LedgerSpoolMetrics::LedgerSpoolMetrics(prometheus::Registry& registry, std::stri
 
 void LedgerSpoolMetrics::Sync(uint64_t spooled_rows, uint64_t dead_lettered_rows) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (spooled_rows > spooled_seen_)
-    spooled_->Increment(static_cast<double>(spooled_rows - spooled_seen_));
-  if (dead_lettered_rows > dead_lettered_seen_)
-    dead_lettered_->Increment(static_cast<double>(dead_lettered_rows - dead_lettered_seen_));
-  spooled_seen_ = std::max(spooled_seen_, spooled_rows);
-  dead_lettered_seen_ = std::max(dead_lettered_seen_, dead_lettered_rows);
+  // A counter only goes up: it takes what the sink counted since the last scrape.
+  auto catch_up = [](prometheus::Counter& counter, uint64_t& seen, uint64_t now) {
+    if (now > seen) counter.Increment(static_cast<double>(now - seen));
+    seen = std::max(seen, now);
+  };
+  catch_up(*spooled_, spooled_seen_, spooled_rows);
+  catch_up(*dead_lettered_, dead_lettered_seen_, dead_lettered_rows);
 }
 
 CostCounters::CostCounters(prometheus::Registry& registry)

@@ -293,13 +293,14 @@ void RecommenderDaemon::UpdateMetrics(const RecommendationSnapshot& snap) {
                                            : static_cast<double>(unallocated) /
                                                  static_cast<double>(snap.by_key.size());
   unallocated_ratio_->Set(ratio);
-  if (ratio > kUnallocatedWarningRatio && !warned_unallocated_)
+  const bool too_many = TooManyWithoutCostCenter(unallocated, snap.by_key.size());
+  if (too_many && !warned_unallocated_)
     spdlog::warn(
         "{} of {} GPU workloads have no cost center and are charged to \"{}\": does "
         "kube-state-metrics export the cost-center label and annotation (its "
         "--metric-labels-allowlist and --metric-annotations-allowlist)?",
         unallocated, snap.by_key.size(), kUnallocatedCostCenter);
-  warned_unallocated_ = ratio > kUnallocatedWarningRatio;
+  warned_unallocated_ = too_many;
 }
 
 std::shared_ptr<const RecommendationSnapshot> RecommenderDaemon::snapshot() const {

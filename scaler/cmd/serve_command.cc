@@ -22,6 +22,24 @@
 #include "scaler/sources/backends.h"
 
 namespace gpuvpa::scaler {
+namespace {
+
+// /metrics of `registry` on `listen` (none when empty), the meter's spool counts read at each
+// scrape.
+Result<std::unique_ptr<HttpServer>> StartMetricsServer(const std::string& listen,
+                                                       prometheus::Registry& registry,
+                                                       LedgerSpoolMetrics& spool,
+                                                       const ActivityMeter& meter) {
+  if (listen.empty()) return std::unique_ptr<HttpServer>();
+  return HttpServer::Start(listen, [&](const std::string& path) {
+    if (path != "/metrics")
+      return HttpServerResponse{404, "text/plain; charset=utf-8", "not found\n"};
+    spool.Sync(meter.spooled_rows(), meter.dead_lettered_rows());
+    return MetricsPage(registry);
+  });
+}
+
+}  // namespace
 
 int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ServerOptions server;
@@ -150,18 +168,9 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
                       &metrics);
   // /metrics once the meter exists (its spool counts are read at each scrape).
   LedgerSpoolMetrics spool_metrics(*registry, "scaler");
-  std::unique_ptr<HttpServer> metrics_server;
-  if (!metrics_listen.empty()) {
-    Result<std::unique_ptr<HttpServer>> started =
-        HttpServer::Start(metrics_listen, [&](const std::string& path) {
-          if (path != "/metrics")
-            return HttpServerResponse{404, "text/plain; charset=utf-8", "not found\n"};
-          spool_metrics.Sync(meter.spooled_rows(), meter.dead_lettered_rows());
-          return MetricsPage(*registry);
-        });
-    if (!started.ok()) return fail(started.status());
-    metrics_server = std::move(started).value();
-  }
+  Result<std::unique_ptr<HttpServer>> metrics_server =
+      StartMetricsServer(metrics_listen, *registry, spool_metrics, meter);
+  if (!metrics_server.ok()) return fail(metrics_server.status());
   // Rows a previous run could only spool go to the ledger first; a spool that cannot be moved
   // now stays where it is and is tried again by the housekeeping.
   if (Result<size_t> moved = meter.MoveSpooled(); !moved.ok())

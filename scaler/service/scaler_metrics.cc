@@ -68,14 +68,17 @@ void ScalerMetrics::SourceRefresh(size_t queues, double seconds) {
 }
 void ScalerMetrics::CacheHit() { cache_hits_.Increment(); }
 void ScalerMetrics::SetActiveScaledObjects(double n) { active_scaled_objects_.Set(n); }
+const std::string& ScalerMetrics::CostCenterLabel(const std::string& cost_center) const {
+  // Label values come only from the configured set: a caller cannot mint series.
+  return cost_centers_.contains(cost_center) ? cost_center : kUnallocatedLabel;
+}
+
 void ScalerMetrics::MeteredUsd(const std::string& cost_center, MicroUsd usd) {
-  cost_.Add(cost_centers_.contains(cost_center) ? cost_center : kUnallocatedLabel, "metered", usd);
+  cost_.Add(CostCenterLabel(cost_center), "metered", usd);
 }
 
 void ScalerMetrics::MeteredGpuSeconds(const std::string& cost_center, double gpu_seconds) {
-  // Label values come only from the configured set: a caller cannot mint series.
-  const std::string& label = cost_centers_.contains(cost_center) ? cost_center : kUnallocatedLabel;
-  metered_gpu_seconds_.Add({{"cost_center", label}}).Increment(gpu_seconds);
+  metered_gpu_seconds_.Add({{"cost_center", CostCenterLabel(cost_center)}}).Increment(gpu_seconds);
 }
 
 }  // namespace gpuvpa::scaler

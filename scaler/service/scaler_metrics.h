@@ -41,6 +41,8 @@ class ScalerMetrics {
 
  private:
   inline static const std::string kUnallocatedLabel = "unallocated";
+  // The cost center as a label value: one of the configured set, else "unallocated".
+  const std::string& CostCenterLabel(const std::string& cost_center) const;
   std::shared_ptr<prometheus::Registry> registry_;
   const std::set<std::string, std::less<>> cost_centers_;
   prometheus::Family<prometheus::Counter>& requests_;

@@ -11,8 +11,6 @@
 // readiness probe within 60 s and its liveness probe for the next 30 s.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +26,7 @@
 #include <thread>
 
 #include "absl/strings/escaping.h"
+#include "core/net/http_client.h"
 #include "proto/health.grpc.pb.h"
 #include "test/support/kube_test_cluster.h"
 #include "test/support/process.h"
@@ -78,34 +77,14 @@ std::string Expand(const std::string& text, const std::map<std::string, std::str
   return out;
 }
 
-// GET http://127.0.0.1:port/path: the status code (0 when nothing answered), the body in `body`.
+// GET http://127.0.0.1:port/path with the project's client: the status code (0 when nothing
+// answered), the body in `body`.
 int HttpStatus(int port, const std::string& path, std::string* body = nullptr) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  timeval tv{2, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int status = 0;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-                                "User-Agent: kube-probe/1.32\r\nConnection: close\r\n\r\n";
-    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      std::string response;
-      char buf[4096];
-      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
-        response.append(buf, static_cast<size_t>(n));
-      if (response.size() > 12 && response.compare(0, 5, "HTTP/") == 0)
-        status = std::atoi(response.c_str() + 9);
-      const size_t header_end = response.find("\r\n\r\n");
-      if (body != nullptr && header_end != std::string::npos)
-        *body = response.substr(header_end + 4);
-    }
-  }
-  ::close(fd);
-  return status;
+  Result<HttpResponse> r =
+      HttpGet("http://127.0.0.1:" + std::to_string(port) + path, std::chrono::seconds(2));
+  if (!r.ok()) return 0;
+  if (body != nullptr) *body = r->body;
+  return r->status;
 }
 
 bool GrpcServing(int port, const std::string& service) {

@@ -31,10 +31,6 @@ namespace {
 // How long the recommender's List may take.
 constexpr std::chrono::seconds kRecommenderTimeout{10};
 
-std::string WorkloadKey(const std::string& ns, const std::string& kind, const std::string& name) {
-  return ns + "/" + kind + "/" + name;
-}
-
 // The action with the change withheld, saying why.
 void Withhold(PlannedAction& a, const std::string& why) {
   a.kind = PlanKind::kNoChange;
@@ -209,7 +205,8 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
   std::map<std::string, std::vector<const v1::Recommendation*>> by_workload;
   for (const v1::Recommendation& r : *recs) {
     const v1::WorkloadIdentity& id = r.identity();
-    by_workload[WorkloadKey(id.namespace_name(), id.owner_kind(), id.owner_name())].push_back(&r);
+    by_workload[PolicyWorkloadKey(id.namespace_name(), id.owner_kind(), id.owner_name())].push_back(
+        &r);
   }
   ChangeContext ctx{*client_,   ledger_.get(),           policy_,
                     limiter_,   options_.lease.identity, options_.limits.max_conflict_retries,
@@ -227,7 +224,7 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
     UpdaterPolicy policy = policy_;
     policy.namespace_modes[ns] = mode;
     policy.namespace_labels[ns] = *labels;
-    const auto it = by_workload.find(WorkloadKey(ns, kind, name));
+    const auto it = by_workload.find(PolicyWorkloadKey(ns, kind, name));
     const std::vector<const v1::Recommendation*> recs_of =
         it == by_workload.end() ? std::vector<const v1::Recommendation*>{} : it->second;
     std::optional<GvpaRollback> rollback = gvpa ? gvpa->rollback : std::nullopt;
@@ -333,7 +330,7 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
       continue;
     }
     ++summary.gvpas;
-    covered.insert(WorkloadKey(gvpa->ns, gvpa->target_kind, gvpa->target_name));
+    covered.insert(PolicyWorkloadKey(gvpa->ns, gvpa->target_kind, gvpa->target_name));
     GvpaStatusInput status;
     status.now = FormatTimestamp(now_s);
     const json old_status = object.value("status", json::object());
@@ -380,18 +377,7 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
       summary.messages.push_back(key + ": " + s.message());
     }
   }
-  // Proposed savings accrue for the time the plan stood (since the last cycle, at most two
-  // intervals: a replica that just took the lead does not claim the time before).
-  if (last_savings_accrual_s_ > 0) {
-    const double elapsed =
-        std::clamp(now_s - last_savings_accrual_s_, 0.0, 2 * options_.interval_s);
-    for (const PlannedAction& a : all_actions)
-      if (a.changes() && a.priced && a.monthly_savings() > 0)
-        cost_->Add(a.evidence.identity().cost_center(), "proposed_savings",
-                   static_cast<MicroUsd>(std::llround(static_cast<double>(a.monthly_savings()) *
-                                                      elapsed / (kHoursPerMonth * 3600))));
-  }
-  last_savings_accrual_s_ = now_s;
+  AccrueProposedSavings(all_actions, now_s);
   if (ledger_) {
     // One proposal row per workload-container and hour while the evidence holds.
     const int64_t hour = static_cast<int64_t>(std::floor(now_s / 3600)) * 3600;
@@ -433,6 +419,21 @@ Result<bool> UpdaterDaemon::Renew(double now_s) {
 bool UpdaterDaemon::Leading(double now_s) {
   std::lock_guard<std::mutex> lock(elector_mu_);
   return elector_.leading(now_s);
+}
+
+void UpdaterDaemon::AccrueProposedSavings(const std::vector<PlannedAction>& actions, double now_s) {
+  // For the time the plan stood: since the last cycle, at most two intervals (a replica that
+  // just took the lead does not claim the time before).
+  if (last_savings_accrual_s_ > 0) {
+    const double elapsed =
+        std::clamp(now_s - last_savings_accrual_s_, 0.0, 2 * options_.interval_s);
+    for (const PlannedAction& a : actions)
+      if (a.changes() && a.priced && a.monthly_savings() > 0)
+        cost_->Add(a.evidence.identity().cost_center(), "proposed_savings",
+                   static_cast<MicroUsd>(std::llround(static_cast<double>(a.monthly_savings()) *
+                                                      elapsed / (kHoursPerMonth * 3600))));
+  }
+  last_savings_accrual_s_ = now_s;
 }
 
 void UpdaterDaemon::Run() {

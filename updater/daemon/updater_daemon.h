@@ -95,6 +95,8 @@ class UpdaterDaemon {
   // The lease, under elector_mu_ (the renewal thread and the cycle share the elector).
   Result<bool> Renew(double now_s);
   bool Leading(double now_s);
+  // gpuvpa_cost_usd_total{kind="proposed_savings"} for the time since the last cycle.
+  void AccrueProposedSavings(const std::vector<PlannedAction>& actions, double now_s);
   Result<std::vector<v1::Recommendation>> LoadRecommendations();
   Result<Labels> NamespaceLabels(const std::string& ns, std::map<std::string, Labels>& cache);
 

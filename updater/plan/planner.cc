@@ -26,6 +26,15 @@ bool Scalable(std::string_view owner_kind) {
   return owner_kind == "Deployment" || owner_kind == "StatefulSet";
 }
 
+// The Redis list the policy's workload annotations name for `id`'s owner; "" when none.
+std::string KnownQueue(const UpdaterPolicy& policy, const v1::WorkloadIdentity& id) {
+  const auto it = policy.workload_annotations.find(
+      PolicyWorkloadKey(id.namespace_name(), id.owner_kind(), id.owner_name()));
+  if (it == policy.workload_annotations.end()) return "";
+  const auto queue = it->second.find(std::string(kQueueListAnnotation));
+  return queue == it->second.end() ? "" : queue->second;
+}
+
 }  // namespace
 
 std::string_view PlanKindName(PlanKind kind) {
@@ -186,11 +195,7 @@ PlannedAction Planner::Plan(const v1::Recommendation& r) const {
       std::max(1, static_cast<int>(std::ceil(a.sm_need_gpu_fraction * kMigComputeSlices - 1e-9)));
   a.gpus_per_pod = from->kind == AllocationKind::kWholeGpu ? std::max(1, from->count) : 1;
   a.to_gpu_per_pod = unit->device_fraction * std::max(1, from->count);
-  if (auto it = policy_.workload_annotations.find(id.namespace_name() + "/" + id.owner_kind() +
-                                                  "/" + id.owner_name());
-      it != policy_.workload_annotations.end())
-    if (auto q = it->second.find(std::string(kQueueListAnnotation)); q != it->second.end())
-      a.queue_list = q->second;
+  a.queue_list = KnownQueue(policy_, id);
 
   if (!r.has_target()) return keep(r.withheld_reason());
   if (r.confidence() < policy_.min_confidence)

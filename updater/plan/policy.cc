@@ -236,6 +236,16 @@ Result<UpdaterPolicy> LoadUpdaterPolicy(const std::string& path) {
   return policy;
 }
 
+std::string PolicyWorkloadKey(std::string_view namespace_name, std::string_view owner_kind,
+                              std::string_view owner_name) {
+  std::string key(namespace_name);
+  key += '/';
+  key += owner_kind;
+  key += '/';
+  key += owner_name;
+  return key;
+}
+
 PolicyDecision DecidePolicy(const UpdaterPolicy& policy, std::string_view namespace_name,
                             std::string_view owner_kind, std::string_view owner_name) {
   PolicyDecision d;
@@ -258,8 +268,7 @@ PolicyDecision DecidePolicy(const UpdaterPolicy& policy, std::string_view namesp
     d.mode = policy.max_mode;
     d.reason = "the updater runs with --max-mode " + std::string(UpdateModeName(d.mode));
   }
-  const std::string key =
-      std::string(namespace_name) + "/" + std::string(owner_kind) + "/" + std::string(owner_name);
+  const std::string key = PolicyWorkloadKey(namespace_name, owner_kind, owner_name);
   if (auto it = policy.workload_annotations.find(key); it != policy.workload_annotations.end()) {
     if (auto a = it->second.find(policy.opt_out_annotation);
         a != it->second.end() && OptOutValue(a->second)) {

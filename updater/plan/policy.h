@@ -71,6 +71,10 @@ struct UpdaterPolicy {
   std::map<std::string, Labels, std::less<>> workload_annotations;
 };
 
+// "namespace/Kind/name": how workload_annotations (and the updater's maps) key an owner.
+std::string PolicyWorkloadKey(std::string_view namespace_name, std::string_view owner_kind,
+                              std::string_view owner_name);
+
 Result<UpdaterPolicy> ParseUpdaterPolicy(std::string_view yaml_text);
 // An empty path gives the defaults.
 Result<UpdaterPolicy> LoadUpdaterPolicy(const std::string& path);

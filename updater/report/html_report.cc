@@ -214,8 +214,8 @@ std::string WorkloadCard(const PlannedAction& a, const std::optional<WorkloadCha
   for (const ChangeDocument& d : ChangeDocuments(a, input.scale_to_zero))
     html += "<div class=\"cmd\">" + Esc(d.title) + ": save as " + Esc(d.file) + ", then<br>$ " +
             Esc(d.command) + "</div><pre>" + Esc(d.yaml) + "</pre>";
-  if (a.kind == PlanKind::kScaleToZero && a.queue_list.empty())
-    html += "<div class=\"muted\">" + Esc(IdleScaleDownAdvice(a)) + "</div>";
+  if (const std::string advice = IdleScaleDownAdvice(a); !advice.empty())
+    html += "<div class=\"muted\">" + Esc(advice) + "</div>";
   return html + "</div>";
 }
 

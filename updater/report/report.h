@@ -86,7 +86,7 @@ std::string ActionDisplayName(const PlannedAction& action);
 // "shared GPU nvidia.com/gpu.shared=1/4 + idle-timeout scale-down (no known queue)".
 std::string ActionLabel(const PlannedAction& action);
 // For a scale-to-zero without a known queue: what to do instead (an idle timeout) and how to
-// get a ScaledObject proposed.
+// get a ScaledObject proposed; "" for any other action.
 std::string IdleScaleDownAdvice(const PlannedAction& action);
 // When more than kUnallocatedWarningRatio of the workloads have no cost center: a warning for
 // the top of every report (the labels are probably not exported by kube-state-metrics); else "".

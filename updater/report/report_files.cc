@@ -3,10 +3,8 @@
 
 #include <cctype>
 #include <filesystem>
-#include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 #include "core/base/atomic_file.h"
 #include "core/base/names.h"
@@ -118,16 +116,10 @@ Result<size_t> WriteReportSite(const ReportInput& input, const std::string& dir,
   Result<std::vector<std::string>> fleet = WriteReports(input, dir, formats);
   if (!fleet.ok()) return fleet.status();
   size_t files = fleet->size();
-  Result<std::vector<CostCenterGroup>> groups = GroupByCostCenter(input.actions);
-  if (!groups.ok()) return groups.status();
-  std::map<std::string, MicroUsd> ns_before, ns_after;
-  std::map<std::string, size_t> ns_changes;
+  std::set<std::string> cost_centers, namespaces;
   for (const PlannedAction& a : input.actions) {
-    const std::string& ns = a.evidence.identity().namespace_name();
-    ns_changes[ns] += a.changes();
-    if (!a.priced) continue;
-    ns_before[ns] += a.monthly_before;
-    ns_after[ns] += a.monthly_after;
+    cost_centers.insert(a.evidence.identity().cost_center());
+    namespaces.insert(a.evidence.identity().namespace_name());
   }
   std::string index =
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
@@ -146,16 +138,20 @@ Result<size_t> WriteReportSite(const ReportInput& input, const std::string& dir,
   };
   index += links("report") + "</p>";
   std::set<std::string> keep;
-  auto section =
-      [&](const char* title, const char* folder, bool by_cost_center,
-          const std::vector<std::tuple<std::string, MicroUsd, MicroUsd, size_t>>& rows) -> Status {
+  auto section = [&](const char* title, const char* folder, bool by_cost_center,
+                     const std::set<std::string>& names) -> Status {
     std::filesystem::create_directories(std::filesystem::path(dir) / folder);
     index += "<h2>" + std::string(title) +
              "</h2><div class=\"scroll\"><table><tr><th>name</th><th>monthly now</th><th>monthly "
              "planned</th><th>changes</th><th>report</th></tr>";
-    for (const auto& [name, before, after, changes] : rows) {
+    for (const std::string& name : names) {
       const std::string stem = std::string(folder) + "/" + FileName(name);
       const ReportInput subset = Subset(input, by_cost_center, name);
+      // Its totals as every report sums them (checked sums).
+      Result<std::vector<CostCenterGroup>> groups = GroupByCostCenter(subset.actions);
+      if (!groups.ok()) return groups.status();
+      Result<CostCenterGroup> total = TotalOf(*groups);
+      if (!total.ok()) return total.status();
       for (const Format& f : kFormats) {
         if (!(formats.*f.enabled)) continue;
         Result<std::string> text = Render(f.ext, subset);
@@ -167,20 +163,15 @@ Result<size_t> WriteReportSite(const ReportInput& input, const std::string& dir,
         ++files;
       }
       index += "<tr><td>" + HtmlEscape(name) + "</td><td class=\"n\">" +
-               HtmlEscape(FormatUsd(before)) + "</td><td class=\"n\">" +
-               HtmlEscape(FormatUsd(after)) + "</td><td class=\"n\">" + std::to_string(changes) +
-               "</td><td>" + links(stem) + "</td></tr>";
+               HtmlEscape(FormatUsd(total->monthly_before)) + "</td><td class=\"n\">" +
+               HtmlEscape(FormatUsd(total->monthly_after)) + "</td><td class=\"n\">" +
+               std::to_string(total->changes) + "</td><td>" + links(stem) + "</td></tr>";
     }
     index += "</table></div>";
     return OkStatus();
   };
-  std::vector<std::tuple<std::string, MicroUsd, MicroUsd, size_t>> by_cc, by_ns;
-  for (const CostCenterGroup& g : *groups)
-    by_cc.push_back({g.name, g.monthly_before, g.monthly_after, g.changes});
-  for (const auto& [ns, changes] : ns_changes)
-    by_ns.push_back({ns, ns_before[ns], ns_after[ns], changes});
-  GPUVPA_RETURN_IF_ERROR(section("By cost center", "cost-center", true, by_cc));
-  GPUVPA_RETURN_IF_ERROR(section("By namespace", "namespace", false, by_ns));
+  GPUVPA_RETURN_IF_ERROR(section("By cost center", "cost-center", true, cost_centers));
+  GPUVPA_RETURN_IF_ERROR(section("By namespace", "namespace", false, namespaces));
   GPUVPA_RETURN_IF_ERROR(WriteFileAtomically((std::filesystem::path(dir) / "index.html").string(),
                                              index + "</body></html>\n"));
   // Reports of cost centers and namespaces that left the plan go.
@@ -196,7 +187,7 @@ Result<size_t> WriteReportSite(const ReportInput& input, const std::string& dir,
 
 Result<ReportSiteFile> ReportSitePath(const std::string& dir, std::string_view http_path) {
   std::string_view rest = http_path;
-  if (rest.empty() || rest == "index.html") rest = "index.html";
+  if (rest.empty()) rest = "index.html";
   auto not_found = [&] { return NotFoundError("no report " + QuoteForError(http_path)); };
   std::string_view folder;
   if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {

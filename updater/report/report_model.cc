@@ -95,6 +95,7 @@ std::string ActionLabel(const PlannedAction& a) {
 }
 
 std::string IdleScaleDownAdvice(const PlannedAction& a) {
+  if (a.kind != PlanKind::kScaleToZero || !a.queue_list.empty()) return "";
   return "No queue is known for " + a.evidence.identity().owner_name() +
          ", so no ScaledObject is proposed: scale it to zero after an idle timeout instead (for a "
          "notebook, the hub's idle culler; otherwise a job that scales the " +
@@ -108,9 +109,7 @@ std::string UnallocatedWarning(const std::vector<PlannedAction>& actions) {
   size_t unallocated = 0;
   for (const PlannedAction& a : actions)
     unallocated += a.evidence.identity().cost_center() == kUnallocatedCostCenter;
-  if (actions.empty() || static_cast<double>(unallocated) <=
-                             kUnallocatedWarningRatio * static_cast<double>(actions.size()))
-    return "";
+  if (!TooManyWithoutCostCenter(unallocated, actions.size())) return "";
   return std::to_string(unallocated) + " of " + std::to_string(actions.size()) +
          " GPU workloads have no cost center and are charged to \"" +
          std::string(kUnallocatedCostCenter) +

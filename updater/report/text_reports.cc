@@ -264,9 +264,9 @@ Result<std::string> RenderMarkdownReport(const ReportInput& input) {
       d += MdCell(c.title) + ": save as `" + c.file + "`, then\n\n```sh\n" + c.command +
            "\n```\n\n```yaml\n" + c.yaml + "```\n";
     }
-    if (a.kind == PlanKind::kScaleToZero && a.queue_list.empty()) {
+    if (const std::string advice = IdleScaleDownAdvice(a); !advice.empty()) {
       d += '\n';
-      d += MdCell(IdleScaleDownAdvice(a)) + "\n";
+      d += MdCell(advice) + "\n";
     }
     return d + "\n</details>\n";
   };
