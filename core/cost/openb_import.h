@@ -37,8 +37,4 @@ struct OpenbImport {
 Result<OpenbImport> BuildOpenbImport(std::string_view pods_csv, std::string_view nodes_csv,
                                      const GpuvpaConfig& config);
 
-// gpuvpa import-openb --pods FILE --nodes FILE --ledger FILE [--config FILE]
-int RunImportOpenbCommand(const std::vector<std::string>& args, std::ostream& out,
-                          std::ostream& err);
-
 }  // namespace gpuvpa

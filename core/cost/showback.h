@@ -21,8 +21,4 @@ Result<ReportFormat> ParseReportFormat(std::string_view text);
 
 std::string FormatShowback(const Showback& showback, ShowbackGroup group_by, ReportFormat format);
 
-// gpuvpa showback --ledger FILE [--from T --to T] [--group-by cost-center|gpu-model]
-//                 [--format table|csv|json|md|summary]
-int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
-
 }  // namespace gpuvpa

@@ -221,7 +221,8 @@ Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
   if (Status s = ValidateIdentity(id); !s.ok())
     return DataLossError("checkpoint workload " + name + ": " + s.message());
   if (Status s = CheckFinite(in, name); !s.ok()) return s;
-  if (store.Find(KeyOf(id))) return DataLossError("checkpoint workload " + name + " appears twice");
+  if (store.Find(WorkloadKeyOf(id)))
+    return DataLossError("checkpoint workload " + name + " appears twice");
   Result<const GpuModel*> model = GpuCatalog::BuiltIn().FindModel(id.gpu_model());
   if (!model.ok())
     return DataLossError("checkpoint workload " + name + ": " + model.status().message());

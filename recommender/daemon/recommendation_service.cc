@@ -23,8 +23,14 @@ grpc::Status RecommendationServiceImpl::List(grpc::ServerContext*,
                                              v1::ListRecommendationsResponse* response) {
   const auto snap = daemon_.snapshot();
   response->set_revision(snap->revision);
-  for (const auto& [key, rec] : snap->by_key)
-    if (Matches(*request, rec)) *response->add_recommendations() = rec;
+  for (const auto& [key, rec] : snap->by_key) {
+    if (!Matches(*request, rec)) continue;
+    v1::Recommendation* out = response->add_recommendations();
+    *out = rec;
+    if (auto charts = snap->charts_by_key.find(key);
+        request->include_charts() && charts != snap->charts_by_key.end())
+      *out->mutable_charts() = charts->second;
+  }
   return grpc::Status::OK;
 }
 

@@ -246,6 +246,7 @@ void RecommenderDaemon::Publish(const std::vector<Recommendation>& recs) {
     const v1::WorkloadIdentity& id = proto.identity();
     AssignWorkloadKey(key, id.namespace_name(), id.owner_kind(), id.owner_name(), id.container());
     next->by_key.emplace(key, std::move(proto));
+    next->charts_by_key.emplace(key, ChartsOf(store_, r.row));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

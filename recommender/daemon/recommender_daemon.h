@@ -33,6 +33,9 @@ namespace gpuvpa::recommender {
 struct RecommendationSnapshot {
   uint64_t revision = 0;
   std::map<std::string, v1::Recommendation> by_key;  // AssignWorkloadKey order
+  // Each workload's charts, by the same key: sent only to a List that asks for them, and not
+  // part of the revision (the hourly activity moves every poll).
+  std::map<std::string, v1::WorkloadCharts> charts_by_key;
 };
 
 class RecommenderDaemon {

@@ -11,18 +11,11 @@
 namespace gpuvpa::recommender {
 namespace {
 
-constexpr double kCudaOomMinBumpBytes = 100.0 * 1024 * 1024;  // VPA: +100 MiB
-constexpr double kCudaOomBumpRatio = 1.2;                     // VPA: x1.2
-
 void ScaleAll(std::span<double> v, double scale) {
   Eigen::Map<Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())) *= scale;
 }
 
 }  // namespace
-
-double VramAfterCudaOom(double used_bytes) {
-  return std::max(used_bytes + kCudaOomMinBumpBytes, used_bytes * kCudaOomBumpRatio);
-}
 
 bool IsValidSample(const GpuSample& s) {
   // Written so that NaN fails every comparison.
@@ -30,28 +23,11 @@ bool IsValidSample(const GpuSample& s) {
          s.vram_bytes <= kMaxVramBytes && s.sm_ratio >= 0 && s.sm_ratio <= 1;
 }
 
-Status ValidateIdentity(const v1::WorkloadIdentity& id) {
-  GPUVPA_RETURN_IF_ERROR(ValidateNamespaceName("namespace", id.namespace_name()));
-  GPUVPA_RETURN_IF_ERROR(ValidateKind("workload_kind", id.owner_kind()));
-  GPUVPA_RETURN_IF_ERROR(ValidateObjectName("workload_name", id.owner_name()));
-  GPUVPA_RETURN_IF_ERROR(ValidateContainerName("container", id.container()));
-  GPUVPA_RETURN_IF_ERROR(ValidateLabelText("cost_center", id.cost_center()));
-  GPUVPA_RETURN_IF_ERROR(ValidateLabelText("gpu_model", id.gpu_model()));
-  return ValidateLabelText("allocation", id.allocation());
-}
-
 std::string ChargeSeriesKey(const v1::WorkloadIdentity& identity, std::string_view pod,
                             int32_t device) {
   const std::string device_text = device < 0 ? "-" : std::to_string(device);
   return EncodeIdParts({identity.namespace_name(), identity.owner_kind(), identity.owner_name(),
                         identity.container(), pod, device_text});
-}
-
-std::string KeyOf(const v1::WorkloadIdentity& identity) {
-  std::string key;
-  AssignWorkloadKey(key, identity.namespace_name(), identity.owner_kind(), identity.owner_name(),
-                    identity.container());
-  return key;
 }
 
 FleetStore::FleetStore(FleetStoreOptions options)
@@ -76,7 +52,7 @@ void FleetStore::Reserve(size_t workloads) {
 }
 
 uint32_t FleetStore::Track(v1::WorkloadIdentity identity, const AllocationUnit& unit) {
-  std::string key = KeyOf(identity);
+  std::string key = WorkloadKeyOf(identity);
   if (auto it = index_.find(key); it != index_.end()) {
     WorkloadState& st = states_[it->second];
     st.identity = std::move(identity);
@@ -343,7 +319,7 @@ size_t FleetStore::ForgetStale(double now_s) {
     }
     // Swap-remove: the last row moves into this one.
     const size_t last = states_.size() - 1;
-    index_.erase(KeyOf(states_[row].identity));
+    index_.erase(WorkloadKeyOf(states_[row].identity));
     if (row != last) {
       states_[row] = std::move(states_[last]);
       std::copy_n(&vram_weights_[last * vram_stride_], vram_stride_,
@@ -351,7 +327,7 @@ size_t FleetStore::ForgetStale(double now_s) {
       std::copy_n(&sm_weights_[last * sm_stride_], sm_stride_, &sm_weights_[row * sm_stride_]);
       vram_totals_[row] = vram_totals_[last];
       sm_totals_[row] = sm_totals_[last];
-      index_[KeyOf(states_[row].identity)] = static_cast<uint32_t>(row);
+      index_[WorkloadKeyOf(states_[row].identity)] = static_cast<uint32_t>(row);
     }
     states_.pop_back();
     vram_weights_.resize(last * vram_stride_);

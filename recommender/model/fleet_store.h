@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/api/oom_bump.h"
+#include "core/api/recommendation_contract.h"
 #include "core/base/huge_page_allocator.h"
 #include "core/base/status.h"
 #include "core/gpu/gpu_allocation.h"
@@ -49,8 +51,6 @@ struct FleetStoreOptions {
 // the source checks: they keep every decay factor and every ledger time finite and in range.
 inline constexpr double kMinSampleTimeS = 946684800;
 inline constexpr double kMaxSampleTimeS = 4102444800;
-// No device has a petabyte: a larger value is a unit or data error, not usage.
-inline constexpr double kMaxVramBytes = 1e15;
 
 // One observation of one device (or MIG instance, or shared replica) of a workload-container.
 struct GpuSample {
@@ -173,17 +173,10 @@ struct WorkloadState {
   }
 };
 
-// Kubernetes name rules for namespace, owner kind, owner name and container; the cost center
-// as free text (valid UTF-8, no control characters). Errors name the field and the value.
-Status ValidateIdentity(const v1::WorkloadIdentity& identity);
-
 // The ledger's name of one series: workload-container, pod and device, each part escaped
 // (core/base/names.h), so two series never share a name.
 std::string ChargeSeriesKey(const v1::WorkloadIdentity& identity, std::string_view pod,
                             int32_t device);
-
-// CUDA OOM rule (VPA's OOM bump): the next peak is the larger of used + 100 MiB and used * 1.2.
-double VramAfterCudaOom(double used_bytes);
 
 class FleetStore {
  public:
@@ -275,7 +268,7 @@ class FleetStore {
   RowArray<double> sm_weights_;    // size() x sm_stride_, row-major
   RowArray<double> vram_totals_;
   RowArray<double> sm_totals_;
-  // Row by KeyOf(identity); absl's string hash takes absl::string_view lookups.
+  // Row by WorkloadKeyOf(identity); absl's string hash takes absl::string_view lookups.
   absl::flat_hash_map<std::string, uint32_t> index_;
   // Decay factors by time, direct-mapped on the sample-period index: a trace interleaves every
   // series at each timestamp and Prometheus sends one series after another over the same scrape
@@ -294,8 +287,5 @@ class FleetStore {
   uint64_t layout_version_ = 0;
   std::unordered_map<std::string, double> ledger_charge_marks_;
 };
-
-// The index key of a tracked identity.
-std::string KeyOf(const v1::WorkloadIdentity& identity);
 
 }  // namespace gpuvpa::recommender

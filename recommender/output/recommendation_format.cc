@@ -1,11 +1,10 @@
 // Table and JSON rendering of recommendations.
 #include "recommender/output/recommendation_format.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <cstdio>
 
+#include "core/api/recommendation_json.h"
 #include "core/base/workload_key.h"
 #include "core/cost/money.h"
 
@@ -144,17 +143,23 @@ std::string Table(const std::vector<Row>& rows, bool wide) {
 }
 
 std::string Json(const std::vector<Row>& rows) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string out = "[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    std::string one;
-    (void)google::protobuf::util::MessageToJsonString(rows[i].rec, &one, options);
-    out += (i == 0 ? "\n  " : ",\n  ") + one;
+  std::vector<const v1::Recommendation*> recs;
+  recs.reserve(rows.size());
+  for (const Row& r : rows) recs.push_back(&r.rec);
+  return RecommendationsJson(recs);
+}
+
+void AddBars(const Bucketing& bucketing, std::span<const double> weights, double total,
+             google::protobuf::RepeatedPtrField<v1::ChartBar>& bars) {
+  if (!(total > 0)) return;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] <= 0) continue;
+    const int b = static_cast<int>(i);
+    v1::ChartBar* bar = bars.Add();
+    bar->set_from(bucketing.BucketStart(b));
+    bar->set_to(bucketing.BucketEnd(b));
+    bar->set_weight(weights[i] / total);
   }
-  out += rows.empty() ? "]\n" : "\n]\n";
-  return out;
 }
 
 }  // namespace
@@ -178,6 +183,23 @@ v1::Recommendation PricedRecommendation(const Recommendation& r, const FleetStor
     if (money != nullptr) *money = {*idle, *allocated};
   }
   return out;
+}
+
+v1::WorkloadCharts ChartsOf(const FleetStore& store, uint32_t row) {
+  v1::WorkloadCharts c;
+  AddBars(store.vram_bucketing(), store.vram_weights(row), store.vram_total_weight(row),
+          *c.mutable_vram());
+  AddBars(store.sm_bucketing(), store.sm_weights(row), store.sm_total_weight(row), *c.mutable_sm());
+  const HourlyActivity a = store.state(row).Activity();
+  c.set_latest_hour(a.latest_hour);
+  if (a.latest_hour < 0) return c;
+  for (int i = 0; i < kActivityHours; ++i) {
+    const int64_t hour = a.latest_hour - (kActivityHours - 1) + i;
+    const size_t slot = static_cast<size_t>(hour % kActivityHours);
+    c.add_hourly_samples(a.samples[slot]);
+    c.add_hourly_active(a.active[slot]);
+  }
+  return c;
 }
 
 Result<OutputFormat> ParseOutputFormat(std::string_view text) {

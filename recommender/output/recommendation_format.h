@@ -39,6 +39,10 @@ v1::Recommendation PricedRecommendation(const Recommendation& r, const FleetStor
                                         const PriceBook* prices, const std::string& region,
                                         PricedMoney* money = nullptr);
 
+// The charts of a store row (what the owner reports draw): its histograms' buckets that hold
+// weight, normalised, and its latest week of activity by hour.
+v1::WorkloadCharts ChartsOf(const FleetStore& store, uint32_t row);
+
 std::string FormatRecommendations(const std::vector<Recommendation>& recommendations,
                                   const FleetStore& store, const FormatOptions& options);
 

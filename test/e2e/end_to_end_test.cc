@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -447,6 +448,24 @@ TEST(EndToEndTest, RecommenderUpdaterAndScalerChargeOneLedgerExactlyOnce) {
                        << testing::ReadTextFile(tmp.Path("recommender.log"));
   ASSERT_TRUE(WaitFor([&] { return gvpa_action("ml-prod") == "mig_profile"; }, 30))
       << cluster.api().Get("gpuverticalpodautoscalers", "ml-prod", "server").dump();
+  // The live updater's owner reports draw each workload's charts, which came over gRPC with the
+  // recommendations (the updater has no recommender code to read a store with).
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(tmp.Path("reports/report.json")); }, 30))
+      << testing::ReadTextFile(tmp.Path("updater.log"));
+  const json live_report = json::parse(testing::ReadTextFile(tmp.Path("reports/report.json")));
+  size_t with_charts = 0;
+  for (const json& cc : live_report["cost_centers"])
+    for (const json& ns : cc["namespaces"])
+      for (const json& w : ns["workloads"]) {
+        ASSERT_TRUE(w.contains("charts")) << w.dump();
+        EXPECT_FALSE(w["charts"]["vram_histogram"].empty()) << w.dump();
+        EXPECT_EQ(w["charts"]["hourly_active_ratio"].size(), 168u);
+        ++with_charts;
+      }
+  EXPECT_GE(with_charts, 2u);
+  const std::string live_html = testing::ReadTextFile(tmp.Path("reports/report.html"));
+  EXPECT_NE(live_html.find("VRAM peaks per hour"), std::string::npos);
+  EXPECT_NE(live_html.find("<div class=\"charts\">"), std::string::npos);
 
   // KEDA: an empty queue is inactive; filled, active on both paths; drained, inactive again.
   KedaClient keda("127.0.0.1:" + std::to_string(scaler_port), tmp, redis.port());

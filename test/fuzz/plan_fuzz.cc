@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "core/api/recommendation_json.h"
 #include "core/cost/price_book.h"
-#include "updater/cmd/plan_inputs.h"
 #include "updater/plan/planner.h"
 #include "updater/report/report.h"
 

@@ -133,8 +133,8 @@ TEST(FleetStoreTest, ForgetsWorkloadsSilentForLongerThanTheHistory) {
   EXPECT_EQ(store.ForgetStale(kStart + 7 * kDay), 0u) << "exactly at the history edge is kept";
   EXPECT_EQ(store.ForgetStale(kStart + 7 * kDay + 1), 1u);
   ASSERT_EQ(store.size(), 1u);
-  EXPECT_FALSE(store.Find(KeyOf(testing::TestIdentity("stale"))));
-  const uint32_t moved = *store.Find(KeyOf(testing::TestIdentity("fresh")));
+  EXPECT_FALSE(store.Find(WorkloadKeyOf(testing::TestIdentity("stale"))));
+  const uint32_t moved = *store.Find(WorkloadKeyOf(testing::TestIdentity("fresh")));
   EXPECT_EQ(store.state(moved).identity.owner_name(), "fresh");
   EXPECT_EQ(std::vector<double>(store.vram_weights(moved).begin(), store.vram_weights(moved).end()),
             fresh_vram);

@@ -17,13 +17,14 @@
 #include <thread>
 #include <tuple>
 
+#include "core/api/oom_bump.h"
+#include "core/api/recommendation_json.h"
+#include "core/base/atomic_file.h"
 #include "core/base/time_format.h"
 #include "core/gpu/gpu_allocation.h"
 #include "proto/gpuvpa.grpc.pb.h"
-#include "recommender/model/fleet_store.h"
 #include "test/support/kube_test_cluster.h"
 #include "test/support/process.h"
-#include "updater/cmd/plan_inputs.h"
 #include "updater/daemon/updater_daemon.h"
 #include "updater/kube/gvpa.h"
 
@@ -361,9 +362,14 @@ TEST_F(UpdaterKubeTest, RateLimitAndOptOutAnnotationHoldChangesBack) {
 class FixedRecommendations final : public v1::RecommendationService::Service {
  public:
   explicit FixedRecommendations(std::vector<v1::Recommendation> recs) : recs_(std::move(recs)) {}
-  grpc::Status List(grpc::ServerContext*, const v1::ListRecommendationsRequest*,
+  // Charts only to a reader that asks for them, as the recommender's service does.
+  grpc::Status List(grpc::ServerContext*, const v1::ListRecommendationsRequest* request,
                     v1::ListRecommendationsResponse* out) override {
-    for (const auto& r : recs_) *out->add_recommendations() = r;
+    for (const auto& r : recs_) {
+      v1::Recommendation* added = out->add_recommendations();
+      *added = r;
+      if (!request->include_charts()) added->clear_charts();
+    }
     return grpc::Status::OK;
   }
 
@@ -390,6 +396,63 @@ TEST_F(UpdaterKubeTest, RecommendationsFromTheRecommendersGrpcApi) {
   ASSERT_EQ(s.status().code(), StatusCode::kUnavailable) << s.status().ToString();
   EXPECT_NE(s.status().message().find("recommender 127.0.0.1:"), std::string::npos);
   EXPECT_EQ(d->HandleHttp("/readyz").status, 503);
+}
+
+// The live reports draw the charts that came with the recommendations; what arrives over gRPC
+// passes the same checks as a recommendations file.
+TEST_F(UpdaterKubeTest, LiveReportsDrawTheChartsOfRecommendationsFromGrpc) {
+  v1::Recommendation dev = Rec("ml-dev", "server");
+  v1::WorkloadCharts* charts = dev.mutable_charts();
+  v1::ChartBar* bar = charts->add_vram();
+  bar->set_from(9.0e9);
+  bar->set_to(9.5e9);
+  bar->set_weight(1);
+  bar = charts->add_sm();
+  bar->set_from(0.30);
+  bar->set_to(0.31);
+  bar->set_weight(1);
+  charts->set_latest_hour(static_cast<int64_t>(UnixNowSeconds() / 3600));
+  for (int h = 0; h < 168; ++h) {
+    charts->add_hourly_samples(60);
+    charts->add_hourly_active(h % 2 == 0 ? 60 : 0);
+  }
+  auto serve = [](FixedRecommendations& service, int& port) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    return builder.BuildAndStart();
+  };
+  FixedRecommendations service({dev});
+  int port = 0;
+  std::unique_ptr<grpc::Server> server = serve(service, port);
+  ASSERT_NE(port, 0);
+  const std::string reports = cluster_.dir().Path("live-reports");
+  auto d = Daemon(kUpdaterToken, {}, {}, reports, "127.0.0.1:" + std::to_string(port));
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const std::string html = *ReadWholeFile(reports + "/report.html");
+  EXPECT_NE(html.find("<div class=\"charts\">"), std::string::npos);
+  EXPECT_NE(html.find("VRAM peaks per hour"), std::string::npos);
+  const json report = json::parse(*ReadWholeFile(reports + "/report.json"));
+  const json& w = report["cost_centers"][0]["namespaces"][0]["workloads"][0];
+  ASSERT_TRUE(w.contains("charts")) << w.dump();
+  EXPECT_EQ(w["charts"]["hourly_active_ratio"].size(), 168u);
+  EXPECT_EQ(w["charts"]["hourly_active_ratio"][166], 1.0);
+  EXPECT_EQ(w["charts"]["hourly_active_ratio"][167], 0.0);
+  server->Shutdown();
+
+  // An impossible figure from the recommender is refused, naming the field and the value.
+  v1::Recommendation impossible = Rec("ml-dev", "server");
+  impossible.set_vram_target_bytes(5e14);
+  FixedRecommendations bad_service({impossible});
+  std::unique_ptr<grpc::Server> bad = serve(bad_service, port);
+  auto d2 = Daemon(kUpdaterToken, {}, {}, "", "127.0.0.1:" + std::to_string(port));
+  s = d2->RunCycle(UnixNowSeconds());
+  ASSERT_EQ(s.status().code(), StatusCode::kInvalidArgument) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("recommendations[0].vram_target_bytes: "), std::string::npos)
+      << s.status().message();
+  EXPECT_EQ(d2->HandleHttp("/readyz").status, 503);
+  bad->Shutdown();
 }
 
 TEST_F(UpdaterKubeTest, ConflictsAreReReadAndRetried) {
@@ -448,7 +511,7 @@ TEST_F(UpdaterKubeTest, CudaOomAfterAChangeRollsBackWithABumpAndWaitsForNewEvide
   EXPECT_TRUE(w["metadata"]["annotations"].contains(kRolledBackAnnotation));
   const json g = cluster_.api().Get("gpuverticalpodautoscalers", "ml-dev", "server");
   // The bump: the recommender's OOM rule over 1g.20gb's usable 19968 MB.
-  const double floor = recommender::VramAfterCudaOom(19968.0 * 1024 * 1024);
+  const double floor = VramAfterCudaOom(19968.0 * 1024 * 1024);
   EXPECT_EQ(g["status"]["rollback"]["vramFloor"], FormatQuantityBytes(floor));
   bool rolled_back_condition = false;
   for (const json& c : g["status"]["conditions"])

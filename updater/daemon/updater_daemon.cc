@@ -10,6 +10,8 @@
 #include <set>
 #include <thread>
 
+#include "core/api/recommendation_contract.h"
+#include "core/api/recommendation_json.h"
 #include "core/base/atomic_file.h"
 #include "core/base/hmac.h"
 #include "core/base/time_format.h"
@@ -17,7 +19,6 @@
 #include "core/gpu/gpu_catalog.h"
 #include "core/net/metrics_page.h"
 #include "proto/gpuvpa.grpc.pb.h"
-#include "updater/cmd/plan_inputs.h"
 #include "updater/kube/gvpa.h"
 #include "updater/plan/proposal_ledger.h"
 #include "updater/report/report_files.h"
@@ -144,11 +145,20 @@ Result<std::vector<v1::Recommendation>> UpdaterDaemon::LoadRecommendations() {
   auto stub = v1::RecommendationService::NewStub(*channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + kRecommenderTimeout);
+  v1::ListRecommendationsRequest request;
+  request.set_include_charts(!options_.report_dir.empty());  // the owner reports draw them
   v1::ListRecommendationsResponse response;
-  const grpc::Status s = stub->List(&context, v1::ListRecommendationsRequest(), &response);
+  const grpc::Status s = stub->List(&context, request, &response);
   if (!s.ok())
     return UnavailableError("recommender " + options_.recommender.address + ": " +
                             s.error_message());
+  // The same checks as a recommendations file: nothing impossible reaches the planner.
+  for (int i = 0; i < response.recommendations_size(); ++i)
+    if (Status v = ValidateRecommendation(response.recommendations(i),
+                                          "recommendations[" + std::to_string(i) + "]");
+        !v.ok())
+      return InvalidArgumentError("recommender " + options_.recommender.address + ": " +
+                                  v.message());
   return std::vector<v1::Recommendation>(response.recommendations().begin(),
                                          response.recommendations().end());
 }
@@ -387,7 +397,7 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
   if (!options_.report_dir.empty() && now_s - last_report_s_ >= options_.report_interval_s) {
     ReportInput input;
     input.actions = all_actions;
-    input.charts.resize(input.actions.size());
+    input.charts = ChartsOf(input.actions);
     input.generated_at_s = static_cast<int64_t>(now_s);
     input.as_of_s = static_cast<int64_t>(now_s);
     input.source = options_.recommendations_file.empty()

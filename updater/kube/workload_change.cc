@@ -8,11 +8,11 @@
 #include <cmath>
 #include <utility>
 
+#include "core/api/oom_bump.h"
 #include "core/base/hmac.h"
 #include "core/base/names.h"
 #include "core/base/time_format.h"
 #include "core/gpu/gpu_allocation.h"
-#include "recommender/model/fleet_store.h"
 #include "updater/kube/gvpa.h"
 
 namespace gpuvpa::updater {
@@ -614,7 +614,7 @@ Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const
     return out;
   }
   out.rolled_back = true;
-  out.vram_floor_bytes = recommender::VramAfterCudaOom(change->to_vram_capacity_bytes);
+  out.vram_floor_bytes = VramAfterCudaOom(change->to_vram_capacity_bytes);
   auto build = [&](const json& now_w) -> Result<PatchAttempt> {
     const json ann = now_w["metadata"].value("annotations", json::object());
     if (!ann.contains(kAppliedChangeAnnotation))

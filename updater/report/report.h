@@ -32,6 +32,13 @@ struct WorkloadCharts {
   std::vector<double> hourly_active_ratio;
 };
 
+// The charts a recommendation carries (v1::Recommendation.charts), normalised for drawing (an
+// hour without a sample is NaN); nothing when it carries none.
+std::optional<WorkloadCharts> ChartsOf(const v1::Recommendation& recommendation);
+
+// The charts of each action's evidence, by action index (ReportInput::charts).
+std::vector<std::optional<WorkloadCharts>> ChartsOf(const std::vector<PlannedAction>& actions);
+
 struct ReportInput {
   std::vector<PlannedAction> actions;
   std::vector<std::optional<WorkloadCharts>> charts;  // by action index, or empty

@@ -1,6 +1,7 @@
 // Report grouping and the YAML change of an action.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "core/base/names.h"
@@ -79,6 +80,29 @@ std::string ResizeLabel(PlanKind kind, const PlannedAction& a) {
 }
 
 }  // namespace
+
+std::optional<WorkloadCharts> ChartsOf(const v1::Recommendation& recommendation) {
+  if (!recommendation.has_charts()) return std::nullopt;
+  const v1::WorkloadCharts& in = recommendation.charts();
+  WorkloadCharts c;
+  for (const auto& [from, to] : {std::pair{&in.vram(), &c.vram}, std::pair{&in.sm(), &c.sm}})
+    for (const v1::ChartBar& b : *from) to->push_back({b.from(), b.to(), b.weight()});
+  c.latest_hour = in.latest_hour();
+  const int hours = std::min(in.hourly_samples_size(), in.hourly_active_size());
+  for (int i = 0; i < hours; ++i)
+    c.hourly_active_ratio.push_back(in.hourly_samples(i) == 0
+                                        ? std::numeric_limits<double>::quiet_NaN()
+                                        : static_cast<double>(in.hourly_active(i)) /
+                                              in.hourly_samples(i));
+  return c;
+}
+
+std::vector<std::optional<WorkloadCharts>> ChartsOf(const std::vector<PlannedAction>& actions) {
+  std::vector<std::optional<WorkloadCharts>> charts;
+  charts.reserve(actions.size());
+  for (const PlannedAction& a : actions) charts.push_back(ChartsOf(a.evidence));
+  return charts;
+}
 
 std::string ActionDisplayName(const PlannedAction& a) {
   const v1::WorkloadIdentity& id = a.evidence.identity();

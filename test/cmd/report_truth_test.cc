@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cmd/commands.h"
 #include "core/base/atomic_file.h"
 #include "core/cost/price_book.h"
 #include "core/gpu/gpu_allocation.h"
@@ -21,11 +22,12 @@
 #include "test/support/kube_test_cluster.h"
 #include "test/support/process.h"
 #include "test/support/temp_dir.h"
-#include "updater/cmd/commands.h"
 #include "updater/report/report.h"
 
 namespace gpuvpa::updater {
 namespace {
+
+using cmd::RunPlanCommand;
 
 using nlohmann::json;
 

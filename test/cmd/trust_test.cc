@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "cmd/commands.h"
 #include "core/base/csv.h"
 #include "core/base/names.h"
 #include "core/cli/cli.h"
@@ -24,6 +25,9 @@
 
 namespace gpuvpa {
 namespace {
+
+using cmd::RunImportOpenbCommand;
+using cmd::RunShowbackCommand;
 
 // Issue 23, finding 12: a proxy's 502 page of any bytes became an API error whose message went
 // into an Event, a ledger row and a JSON dump that threw and ended the updater's cycle. Peer

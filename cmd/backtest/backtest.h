@@ -17,7 +17,7 @@
 #include "recommender/logic/recommender.h"
 #include "updater/plan/planner.h"
 
-namespace gpuvpa::updater {
+namespace gpuvpa::cmd {
 
 struct BacktestOptions {
   double split = 0.5;  // share of the trace's time span used for training
@@ -72,10 +72,11 @@ struct BacktestResult {
 
 Result<BacktestResult> RunBacktest(const std::string& trace_path, const GpuCatalog& catalog,
                                    const PriceBook& prices, const std::string& region,
-                                   const UpdaterPolicy& policy, const BacktestOptions& options);
+                                   const updater::UpdaterPolicy& policy,
+                                   const BacktestOptions& options);
 
 // The comparison table (plain text), and the same as an HTML page with bars.
 std::string FormatBacktestTable(const BacktestResult& result);
 std::string RenderBacktestHtml(const BacktestResult& result, const std::string& trace_path);
 
-}  // namespace gpuvpa::updater
+}  // namespace gpuvpa::cmd

@@ -1,7 +1,7 @@
 // The backtest against an independent computation on a generated trace: for the simple rules
 // (max x 1.15) and the oracle, the pick is derived here from DESIGN.md's H100 MIG table (usable
 // MiB and binding slice fractions), not from the planner.
-#include "updater/backtest/backtest.h"
+#include "cmd/backtest/backtest.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,10 @@
 
 #include "test/support/temp_dir.h"
 
-namespace gpuvpa::updater {
+namespace gpuvpa::cmd {
 namespace {
+
+using updater::UpdaterPolicy;
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr double kMiB = 1024.0 * 1024;
@@ -146,4 +148,4 @@ TEST(BacktestTest, RefusesASplitOutsideTheTraceAndAnEmptyTrace) {
 }
 
 }  // namespace
-}  // namespace gpuvpa::updater
+}  // namespace gpuvpa::cmd

@@ -18,15 +18,17 @@
 #include <thread>
 #include <tuple>
 
+#include "cmd/commands.h"
 #include "core/base/atomic_file.h"
 #include "core/cost/ledger.h"
 #include "recommender/cmd/commands.h"
 #include "test/support/process.h"
 #include "test/support/temp_dir.h"
-#include "updater/cmd/commands.h"
 
 namespace gpuvpa::updater {
 namespace {
+
+using cmd::RunPlanCommand;
 
 using Command = int (*)(const std::vector<std::string>&, std::ostream&, std::ostream&);
 

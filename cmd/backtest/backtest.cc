@@ -1,13 +1,17 @@
 // The backtest: three replays of the trace (its span, the past part, the future part), one
 // planner, four sizing strategies.
-#include "updater/backtest/backtest.h"
+#include "cmd/backtest/backtest.h"
 
 #include <algorithm>
 
 #include "recommender/model/histogram.h"
 #include "recommender/output/recommendation_format.h"
 
-namespace gpuvpa::updater {
+namespace gpuvpa::cmd {
+
+// The planner and its policy are the updater's; the backtest runs them on replayed history.
+using namespace updater;  // NOLINT(build/namespaces)
+
 namespace {
 
 using recommender::FleetStore;
@@ -84,8 +88,7 @@ Result<BacktestResult> RunBacktest(const std::string& trace_path, const GpuCatal
   for (uint32_t row = 0; row < past.size(); ++row) {
     const recommender::Recommendation rec = recommender.Recommend(past, row);
     const v1::Recommendation wire = recommender::PricedRecommendation(rec, past, &prices, region);
-    const std::optional<uint32_t> future_row =
-        future.Find(recommender::KeyOf(past.state(row).identity));
+    const std::optional<uint32_t> future_row = future.Find(WorkloadKeyOf(past.state(row).identity));
     if (!rec.has_target || !future_row || future.state(*future_row).sample_count == 0) {
       ++result.workloads_skipped;
       continue;
@@ -154,4 +157,4 @@ Result<BacktestResult> RunBacktest(const std::string& trace_path, const GpuCatal
   return result;
 }
 
-}  // namespace gpuvpa::updater
+}  // namespace gpuvpa::cmd

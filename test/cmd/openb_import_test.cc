@@ -10,11 +10,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cmd/commands.h"
 #include "core/cost/showback.h"
 #include "test/support/temp_dir.h"
 
 namespace gpuvpa {
 namespace {
+
+using cmd::RunImportOpenbCommand;
+using cmd::RunShowbackCommand;
 
 const std::string kDataDir = GPUVPA_SHARED_DATA_DIR;
 const std::string kPods = kDataDir + "/openb_pod_list_default.csv";

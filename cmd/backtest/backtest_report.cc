@@ -1,11 +1,15 @@
 // The backtest's comparison: a text table and an HTML page with bars.
 #include <algorithm>
 
+#include "cmd/backtest/backtest.h"
 #include "core/base/time_format.h"
-#include "updater/backtest/backtest.h"
 #include "updater/report/text_format.h"
 
-namespace gpuvpa::updater {
+namespace gpuvpa::cmd {
+
+// The planner and its policy are the updater's; the backtest runs them on replayed history.
+using namespace updater;  // NOLINT(build/namespaces)
+
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
@@ -86,4 +90,4 @@ std::string RenderBacktestHtml(const BacktestResult& r, const std::string& trace
   return html + "</table></body></html>\n";
 }
 
-}  // namespace gpuvpa::updater
+}  // namespace gpuvpa::cmd

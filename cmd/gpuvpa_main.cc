@@ -1,15 +1,12 @@
-// gpuvpa: the command-line entry point over every component (the recommender's and the updater's
-// commands, the cost layer's showback and import). Dispatch only; all logic lives in the libraries.
-// Built by the top-level CMakeLists.txt, the level that owns all components.
+// gpuvpa: the command-line entry point over every component (the recommender's commands, and
+// this folder's commands that span components). Dispatch only; all logic lives in the libraries.
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "cmd/commands.h"
 #include "core/cli/cli.h"
-#include "core/cost/openb_import.h"
-#include "core/cost/showback.h"
 #include "recommender/cmd/commands.h"
-#include "updater/cmd/commands.h"
 
 int main(int argc, char** argv) {
   const std::vector<gpuvpa::Subcommand> commands = {
@@ -18,13 +15,13 @@ int main(int argc, char** argv) {
       {"demo-trace", "write the deterministic demo fleet trace",
        gpuvpa::recommender::RunDemoTraceCommand},
       {"plan", "plan the cheapest GPU allocation per workload; write proposals and owner reports",
-       gpuvpa::updater::RunPlanCommand},
+       gpuvpa::cmd::RunPlanCommand},
       {"backtest", "train on the first part of a trace, check the plan against the rest",
-       gpuvpa::updater::RunBacktestCommand},
+       gpuvpa::cmd::RunBacktestCommand},
       {"showback", "per cost center (or GPU model) costs, idle tax and savings from the ledger",
-       gpuvpa::RunShowbackCommand},
+       gpuvpa::cmd::RunShowbackCommand},
       {"import-openb", "load the Alibaba openb pod/node trace into the ledger",
-       gpuvpa::RunImportOpenbCommand},
+       gpuvpa::cmd::RunImportOpenbCommand},
   };
   return gpuvpa::RunDispatcher("gpuvpa",
                                "gpuvpa: GPU rightsizing, scale-to-zero and chargeback for "

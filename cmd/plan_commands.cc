@@ -1,26 +1,32 @@
-// CLI command wiring for the updater: inputs -> planner -> ledger, reports, backtest.
-#include "updater/cmd/commands.h"
-
+// gpuvpa plan and gpuvpa backtest: recommendations (a file, or a checkpoint read by the
+// recommender's code) -> the updater's planner -> ledger and owner reports.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <sstream>
 
+#include "cmd/backtest/backtest.h"
+#include "cmd/commands.h"
+#include "core/api/recommendation_json.h"
 #include "core/base/atomic_file.h"
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
 #include "core/cost/config.h"
 #include "core/cost/ledger.h"
 #include "recommender/checkpoint/checkpoint.h"
-#include "updater/backtest/backtest.h"
-#include "updater/cmd/plan_inputs.h"
+#include "recommender/output/recommendation_format.h"
 #include "updater/plan/proposal_ledger.h"
 #include "updater/report/report_files.h"
-#include "updater/report/store_charts.h"
 
-namespace gpuvpa::updater {
+namespace gpuvpa::cmd {
+
+// The planner, the reports and the policy are the updater's; this file only wires them.
+using namespace updater;  // NOLINT(build/namespaces)
+
 namespace {
+
+constexpr const char* kPlan = "gpuvpa plan";
 
 struct Settings {
   GpuvpaConfig config;
@@ -57,6 +63,90 @@ std::string PlanTable(const std::vector<PlannedAction>& actions) {
   return out;
 }
 
+// Recommendations (each with its charts where the source has them) and where they came from.
+struct PlanSource {
+  std::vector<v1::Recommendation> recommendations;
+  int64_t as_of_s = 0;  // the evidence runs to this time
+  std::string name;
+};
+
+// From a recommender checkpoint, through the recommender's own code: the charts come with it.
+Result<PlanSource> FromCheckpoint(const std::string& path, double min_history_hours,
+                                  const GpuvpaConfig& config, std::ostream& err) {
+  recommender::FleetStore store;
+  Result<recommender::CheckpointLoad> load = recommender::LoadCheckpoint(path, store);
+  if (!load.ok()) return Status(load.status().code(), "checkpoint: " + load.status().message());
+  for (const Status& refused : load->refused)
+    err << "checkpoint refused: " << refused.message() << "\n";
+  recommender::RecommenderOptions options;
+  options.min_history_s = min_history_hours * 3600;
+  PlanSource source;
+  for (const recommender::Recommendation& r :
+       recommender::Recommender(options).RecommendAll(store)) {
+    v1::Recommendation wire =
+        recommender::PricedRecommendation(r, store, &config.prices, config.region);
+    *wire.mutable_charts() = recommender::ChartsOf(store, r.row);
+    source.recommendations.push_back(std::move(wire));
+  }
+  source.as_of_s = static_cast<int64_t>(store.newest_sample_s());
+  source.name = "checkpoint " + load->loaded_from;
+  return source;
+}
+
+// From `gpuvpa recommend --format json` output, checked as every reader checks it.
+Result<PlanSource> FromRecommendationsFile(const std::string& path, int64_t now_s) {
+  Result<std::string> text = ReadWholeFile(path);
+  Result<std::vector<v1::Recommendation>> parsed =
+      text.ok() ? ParseRecommendationsJson(*text)
+                : Result<std::vector<v1::Recommendation>>(text.status());
+  if (!parsed.ok()) return Status(parsed.status().code(), path + ": " + parsed.status().message());
+  PlanSource source;
+  source.recommendations = std::move(parsed).value();
+  // The evidence is as old as the file: planning the same file again writes nothing new.
+  struct stat st {};
+  source.as_of_s = ::stat(path.c_str(), &st) == 0 ? st.st_mtime : now_s;
+  source.name = "recommendations " + path;
+  return source;
+}
+
+// Writes the proposals; prints the table and the totals; writes the reports.
+int PlanAndReport(const ReportInput& input, const std::string& ledger_path,
+                  const std::string& report_dir, const ReportFormats& formats, std::ostream& out,
+                  std::ostream& err) {
+  if (!ledger_path.empty()) {
+    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);
+    const std::vector<LedgerAction> rows = ProposalRows(input.actions, input.as_of_s);
+    Result<size_t> added = ledger.ok() ? (*ledger)->Append(rows) : Result<size_t>(ledger.status());
+    if (!added.ok()) {
+      err << kPlan << ": ledger: " << added.status().message() << "\n";
+      return kExitFailure;
+    }
+    err << "ledger: " << rows.size() << " proposals (" << *added << " new) in " << ledger_path
+        << "\n";
+  }
+  out << PlanTable(input.actions);
+  Result<std::vector<CostCenterGroup>> groups = GroupByCostCenter(input.actions);
+  Result<CostCenterGroup> total =
+      groups.ok() ? TotalOf(*groups) : Result<CostCenterGroup>(groups.status());
+  if (!total.ok()) {
+    err << kPlan << ": " << total.status().message() << "\n";
+    return kExitFailure;
+  }
+  out << "plan: " << input.actions.size() << " workload-containers, " << total->changes
+      << " changes proposed; monthly " << FormatUsd(total->monthly_before) << " -> "
+      << FormatUsd(total->monthly_after) << " (proposed savings "
+      << FormatUsd(total->monthly_savings()) << "/month)\n";
+  if (!report_dir.empty()) {
+    Result<std::vector<std::string>> written = WriteReports(input, report_dir, formats);
+    if (!written.ok()) {
+      err << kPlan << ": report: " << written.status().message() << "\n";
+      return kExitFailure;
+    }
+    for (const std::string& path : *written) out << "report: " << path << "\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -84,7 +174,6 @@ int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std:
                   "history needed before recommending (--checkpoint)")
       ->check(NonNegativeNumber());
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
-  const char* kPlan = "gpuvpa plan";
 
   Result<ReportFormats> formats = ParseFormats(format_text);
   if (!formats.ok()) {
@@ -106,88 +195,27 @@ int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std:
     err << kPlan << ": " << settings.status().message() << "\n";
     return kExitFailure;
   }
-  const GpuvpaConfig* config = &settings->config;
-  const UpdaterPolicy* policy = &settings->policy;
-
   ReportInput input;
   input.generated_at_s = static_cast<int64_t>(UnixNowSeconds());
-  input.scale_to_zero = policy->scale_to_zero;
-  std::vector<v1::Recommendation> recommendations;
-  std::vector<std::optional<WorkloadCharts>> charts;
-  if (!checkpoint_path.empty()) {
-    recommender::FleetStore store;
-    Result<recommender::CheckpointLoad> load = recommender::LoadCheckpoint(checkpoint_path, store);
-    if (!load.ok()) {
-      err << kPlan << ": checkpoint: " << load.status().message() << "\n";
-      return kExitFailure;
-    }
-    for (const Status& refused : load->refused)
-      err << "checkpoint refused: " << refused.message() << "\n";
-    recommender::RecommenderOptions options;
-    options.min_history_s = min_history_hours * 3600;
-    recommendations =
-        RecommendationsOf(store, recommender::Recommender(options), config->prices, config->region);
-    for (uint32_t row = 0; row < store.size(); ++row) charts.emplace_back(ChartsOf(store, row));
-    input.as_of_s = static_cast<int64_t>(store.newest_sample_s());
-    input.source = "checkpoint " + load->loaded_from;
-  } else {
-    Result<std::string> text = ReadWholeFile(recommendations_path);
-    Result<std::vector<v1::Recommendation>> parsed =
-        text.ok() ? ParseRecommendationsJson(*text)
-                  : Result<std::vector<v1::Recommendation>>(text.status());
-    if (!parsed.ok()) {
-      err << kPlan << ": " << recommendations_path << ": " << parsed.status().message() << "\n";
-      return kExitFailure;
-    }
-    recommendations = std::move(parsed).value();
-    charts.resize(recommendations.size());
-    // The evidence is as old as the file: planning the same file again writes nothing new.
-    struct stat st {};
-    input.as_of_s =
-        ::stat(recommendations_path.c_str(), &st) == 0 ? st.st_mtime : input.generated_at_s;
-    input.source = "recommendations " + recommendations_path;
-  }
-
-  const Planner planner(GpuCatalog::BuiltIn(), config->prices, config->region, *policy);
-  for (size_t i = 0; i < recommendations.size(); ++i) {
-    PlannedAction a = planner.Plan(recommendations[i]);
-    if (a.mode == UpdateMode::kOff) continue;
-    input.actions.push_back(std::move(a));
-    input.charts.push_back(std::move(charts[i]));
-  }
-
-  if (!ledger_path.empty()) {
-    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);
-    const std::vector<LedgerAction> rows = ProposalRows(input.actions, input.as_of_s);
-    Result<size_t> added = ledger.ok() ? (*ledger)->Append(rows) : Result<size_t>(ledger.status());
-    if (!added.ok()) {
-      err << kPlan << ": ledger: " << added.status().message() << "\n";
-      return kExitFailure;
-    }
-    err << "ledger: " << rows.size() << " proposals (" << *added << " new) in " << ledger_path
-        << "\n";
-  }
-  out << PlanTable(input.actions);
-  Result<std::vector<CostCenterGroup>> groups = GroupByCostCenter(input.actions);
-  Result<CostCenterGroup> total =
-      groups.ok() ? TotalOf(*groups) : Result<CostCenterGroup>(groups.status());
-  if (!total.ok()) {
-    err << kPlan << ": " << total.status().message() << "\n";
+  input.scale_to_zero = settings->policy.scale_to_zero;
+  Result<PlanSource> from =
+      checkpoint_path.empty()
+          ? FromRecommendationsFile(recommendations_path, input.generated_at_s)
+          : FromCheckpoint(checkpoint_path, min_history_hours, settings->config, err);
+  if (!from.ok()) {
+    err << kPlan << ": " << from.status().message() << "\n";
     return kExitFailure;
   }
-  out << "plan: " << input.actions.size() << " workload-containers, " << total->changes
-      << " changes proposed; monthly " << FormatUsd(total->monthly_before) << " -> "
-      << FormatUsd(total->monthly_after) << " (proposed savings "
-      << FormatUsd(total->monthly_savings()) << "/month)\n";
-  if (!report_dir.empty()) {
-    Result<std::vector<std::string>> written = WriteReports(input, report_dir, *formats);
-    if (!written.ok()) {
-      err << kPlan << ": report: " << written.status().message() << "\n";
-      return kExitFailure;
-    }
-    for (const std::string& path : *written) out << "report: " << path << "\n";
+  input.as_of_s = from->as_of_s;
+  input.source = from->name;
+  const Planner planner(GpuCatalog::BuiltIn(), settings->config.prices, settings->config.region,
+                        settings->policy);
+  for (const v1::Recommendation& r : from->recommendations) {
+    PlannedAction a = planner.Plan(r);
+    if (a.mode != UpdateMode::kOff) input.actions.push_back(std::move(a));
   }
-  return kExitOk;
+  input.charts = ChartsOf(input.actions);
+  return PlanAndReport(input, ledger_path, report_dir, *formats, out, err);
 }
 
 int RunBacktestCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -268,4 +296,4 @@ int RunBacktestCommand(const std::vector<std::string>& args, std::ostream& out, 
   return kExitOk;
 }
 
-}  // namespace gpuvpa::updater
+}  // namespace gpuvpa::cmd
