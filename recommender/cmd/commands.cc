@@ -13,6 +13,7 @@
 #include "core/gpu/gpu_catalog.h"
 #include "core/metrics/exposition_text.h"
 #include "recommender/checkpoint/checkpoint.h"
+#include "recommender/checkpoint/settle.h"
 #include "recommender/input/dcgm_ingest.h"
 #include "recommender/input/demo_fleet.h"
 #include "recommender/input/trace_csv.h"
@@ -240,34 +241,23 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
     }
     PrintTraceIssues(trace_path, *report, err);
   }
-  if (const size_t forgotten = store.ForgetStale(store.newest_sample_s()); forgotten > 0)
-    err << "store: forgot " << forgotten << " workload-containers with no sample in the last "
-        << store.options().history_s / 86400 << " days before "
-        << FormatTimestamp(store.newest_sample_s()) << "\n";
-
-  const Recommender recommender(recommender_options);
-  const std::vector<Recommendation> recommendations = recommender.RecommendAll(store);
-  // Ledger first, checkpoint second: a crash in between replays samples the ledger's marks
-  // already cover, so they are not charged again.
-  if (ledger) {
-    Result<LedgerCharge> charged =
-        ChargeToLedger(store, recommendations, config->prices, config->region, *ledger);
-    if (!charged.ok()) {
-      err << "ledger: " << charged.status().message() << "\n";
-      return kExitFailure;
-    }
-    for (const Status& s : charged->unpriced)
+  const Settled settled =
+      Settle(store, Recommender(recommender_options),
+             {&config->prices, config->region, ledger.get(), checkpoint_path, now_s});
+  if (settled.forgotten > 0)
+    err << "store: forgot " << settled.forgotten
+        << " workload-containers with no sample in the last " << store.options().history_s / 86400
+        << " days before " << FormatTimestamp(store.newest_sample_s()) << "\n";
+  if (!settled.ledger.ok()) err << "ledger: " << settled.ledger.message() << "\n";
+  if (ledger && settled.ledger.ok()) {
+    for (const Status& s : settled.charged.unpriced)
       err << "ledger: not charged yet: " << s.message() << "\n";
-    err << "ledger: charged " << charged->workloads << " workload-containers (" << charged->new_rows
-        << " new rows) to " << ledger_path << "\n";
+    err << "ledger: charged " << settled.charged.workloads << " workload-containers ("
+        << settled.charged.new_rows << " new rows) to " << ledger_path << "\n";
   }
-  if (!checkpoint_path.empty()) {
-    if (Status s = SaveCheckpoint(store, checkpoint_path, now_s); !s.ok()) {
-      err << "checkpoint: " << s.message() << "\n";
-      return kExitFailure;
-    }
-  }
-  out << FormatRecommendations(recommendations, store,
+  if (!settled.checkpoint.ok()) err << "checkpoint: " << settled.checkpoint.message() << "\n";
+  if (!settled.ledger.ok() || !settled.checkpoint.ok()) return kExitFailure;
+  out << FormatRecommendations(settled.recommendations, store,
                                {format, wide, &config->prices, config->region});
   return kExitOk;
 }

@@ -12,6 +12,7 @@
 #include "core/gpu/gpu_catalog.h"
 #include "core/net/metrics_page.h"
 #include "recommender/checkpoint/checkpoint.h"
+#include "recommender/checkpoint/settle.h"
 #include "recommender/logic/usage_charges.h"
 #include "recommender/output/recommendation_format.h"
 
@@ -160,31 +161,32 @@ Status RecommenderDaemon::PollOnce(double now_s) {
   if (poll.outside_window > 0)
     spdlog::warn("Prometheus sent {} points outside the asked windows; not ingested",
                  poll.outside_window);
-  store_.ForgetStale(store_.newest_sample_s());
   // What kube-state-metrics said about objects gone for longer than the history is dropped.
   ingester_->mutable_kube_state().ForgetBefore(until - config_.history_s);
 
-  const std::vector<Recommendation> recs = recommender_.RecommendAll(store_);
-  // Ledger first, checkpoint second (see ChargeToLedger).
-  Result<LedgerCharge> charged =
-      ChargeToLedger(store_, recs, gpuvpa_.prices, gpuvpa_.region, *ledger_);
-  if (!charged.ok())
-    spdlog::error("ledger: {} (kept pending; retried next poll)", charged.status().message());
-  else
-    for (const auto& [cost_center, amounts] : charged->by_cost_center) {
-      cost_->Add(cost_center, "allocated", amounts.allocated);
-      cost_->Add(cost_center, "idle", amounts.idle);
-    }
-  Publish(recs);
+  const bool checkpoint_due = now_s - last_checkpoint_s_ >= config_.checkpoint_interval_s;
+  const Settled settled = Settle(store_, recommender_,
+                                 {&gpuvpa_.prices, gpuvpa_.region, ledger_.get(),
+                                  checkpoint_due ? config_.checkpoint_path : std::string(), now_s});
+  if (!settled.ledger.ok())
+    spdlog::error("ledger: {} (kept pending; retried next poll)", settled.ledger.message());
+  for (const auto& [cost_center, amounts] : settled.charged.by_cost_center) {
+    cost_->Add(cost_center, "allocated", amounts.allocated);
+    cost_->Add(cost_center, "idle", amounts.idle);
+  }
+  if (settled.checkpoint_saved) {
+    last_checkpoint_s_ = now_s;
+    checkpoint_saved_s_ = now_s;
+  } else if (!settled.checkpoint.ok()) {
+    spdlog::error("checkpoint: {}", settled.checkpoint.message());
+  }
+  Publish(settled.recommendations);
   spdlog::info(
       "poll: {} chunks, {} queries, {} retries, {} points read through {}; {} samples "
       "added, {} already ingested, {} refused; {} workload-containers",
       poll.chunks, poll.queries, poll.retries, poll.points,
       poll.through_s > 0 ? FormatTimestamp(poll.through_s) : std::string("-"), accepted, already,
       refused, store_.size());
-  if (now_s - last_checkpoint_s_ >= config_.checkpoint_interval_s) {
-    if (Status s = SaveCheckpointNow(now_s); !s.ok()) spdlog::error("checkpoint: {}", s.message());
-  }
   if (!poll.error.ok() && stop_) {
     spdlog::info("poll stopped for shutdown; read through {}",
                  FormatTimestamp(store_.source_through_s()));
@@ -201,7 +203,7 @@ Status RecommenderDaemon::PollOnce(double now_s) {
                   poll.error.message(), FormatTimestamp(store_.source_through_s()));
     return poll.error;
   }
-  if (!charged.ok()) return charged.status();
+  if (!settled.ledger.ok()) return settled.ledger;
   last_success_s_ = now_s;
   last_success_->Set(now_s);
   failed_polls_in_a_row_ = 0;

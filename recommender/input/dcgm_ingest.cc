@@ -8,6 +8,7 @@
 
 #include "core/base/names.h"
 #include "core/base/workload_key.h"
+#include "recommender/input/admission.h"
 
 namespace gpuvpa::recommender {
 namespace {
@@ -39,14 +40,18 @@ bool ParseIndex(std::string_view text, int& out) {
   return true;
 }
 
-struct Entry {
-  std::string device_key;  // host | uuid | gpu | GPU_I_ID
-  std::string host, uuid, model, mig_profile;
-  int device = -1;
-  std::string ns, pod, container;
-  const LabeledSeries* vram = nullptr;
-  std::array<const LabeledSeries*, kSmSourceCount> sm{};
-};
+void AddIssue(DcgmIngestReport& report, std::string text) {
+  if (report.issues.size() < kMaxIssues) report.issues.push_back(std::move(text));
+}
+
+// Which usage metric a series is (an SmSource, kVramKind) or kOtherKind.
+int KindOf(const DcgmNames& names, const std::string& metric) {
+  if (In(names.vram_mib, metric)) return kVramKind;
+  if (In(names.sm_active, metric)) return kSmActive;
+  if (In(names.gr_engine_active, metric)) return kGrEngineActive;
+  if (In(names.gpu_util_percent, metric)) return kGpuUtil;
+  return kOtherKind;
+}
 
 int64_t TimeKey(double time_s) { return std::llround(time_s * 1000); }
 
@@ -92,29 +97,80 @@ DcgmIngester::DcgmIngester(FleetStore& store, const GpuCatalog& catalog, DcgmIng
       options_(std::move(options)),
       kube_state_(options_.kube_state) {}
 
-DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
-  const DcgmNames& names = options_.names;
-  DcgmIngestReport report;
-  auto issue = [&](std::string text) {
-    if (report.issues.size() < kMaxIssues) report.issues.push_back(std::move(text));
-  };
+// One device of one pod's container: its VRAM series and its SM series by source.
+struct DcgmIngester::Entry {
+  std::string device_key;  // host | uuid | gpu | GPU_I_ID
+  std::string host, uuid, model, mig_profile;
+  int device = -1;
+  std::string ns, pod, container;
+  const LabeledSeries* vram = nullptr;
+  std::array<const LabeledSeries*, kSmSourceCount> sm{};
 
+  std::string ContainerKey() const { return ns + '/' + pod + '/' + container; }
+  // How issues name it.
+  std::string Who() const {
+    return ContainerKey() + " on " + (host.empty() ? std::string() : host + " ") + "GPU " +
+           (uuid.empty() ? std::to_string(device) : uuid) +
+           (mig_profile.empty() ? "" : " MIG " + mig_profile);
+  }
+  // The best SM source with points, or kSmSourceCount.
+  int SmSourceUsed() const {
+    for (int s = 0; s < kSmSourceCount; ++s)
+      if (sm[static_cast<size_t>(s)] != nullptr && !sm[static_cast<size_t>(s)]->points.empty())
+        return s;
+    return kSmSourceCount;
+  }
+};
+
+// How many pods report each device at each time (the shared-device split).
+struct DcgmIngester::DeviceLoad {
+  std::unordered_map<std::string, std::unordered_map<int64_t, int>> pods_at;
+  std::unordered_map<std::string, int> max_pods;
+  std::map<std::string, int> devices_of_container;  // ns/pod/container → devices
+};
+
+struct DcgmIngester::Pending {
+  double time_s;
+  uint32_t row;
+  uint32_t series;
+  GpuSample sample;
+};
+
+DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
+  DcgmIngestReport report;
   // 1. kube-state-metrics first: owners and requests apply to this batch's usage.
   for (const LabeledSeries& s : batch)
     if (kube_state_.Add(s)) ++report.kube_state_series;
-
   // 2. Usage series by device and pod.
+  const std::map<std::string, Entry> entries = GroupByDevice(batch, report);
+  // 3. How many pods report each device at each time.
+  DeviceLoad load;
+  for (const auto& [key, e] : entries) {
+    if (e.vram == nullptr) continue;
+    ++load.devices_of_container[e.ContainerKey()];
+    auto& counts = load.pods_at[e.device_key];
+    int& most = load.max_pods[e.device_key];
+    for (const MetricPoint& p : e.vram->points) most = std::max(most, ++counts[TimeKey(p.time_s)]);
+  }
+  // 4. Each admitted series' samples, collected; then 5. ingested in time order.
+  std::vector<Pending> pending;
+  for (const auto& [key, e] : entries) {
+    if (e.vram == nullptr) continue;
+    const std::optional<std::pair<uint32_t, uint32_t>> tracked = Admit(e, load, report);
+    if (tracked)
+      CollectSamples(e, tracked->first, tracked->second, load.pods_at[e.device_key], report,
+                     pending);
+  }
+  IngestInTimeOrder(pending, report);
+  return report;
+}
+
+std::map<std::string, DcgmIngester::Entry> DcgmIngester::GroupByDevice(
+    std::span<const LabeledSeries> batch, DcgmIngestReport& report) const {
+  const DcgmNames& names = options_.names;
   std::map<std::string, Entry> entries;
   for (const LabeledSeries& s : batch) {
-    int kind = kOtherKind;
-    if (In(names.vram_mib, s.metric))
-      kind = kVramKind;
-    else if (In(names.sm_active, s.metric))
-      kind = kSmActive;
-    else if (In(names.gr_engine_active, s.metric))
-      kind = kGrEngineActive;
-    else if (In(names.gpu_util_percent, s.metric))
-      kind = kGpuUtil;
+    const int kind = KindOf(names, s.metric);
     if (kind == kOtherKind) continue;
     ++report.series;
     // Pod labels: the first variant set whose pod is present.
@@ -139,9 +195,9 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
     int gpu = 0, gi = -1;
     if (!ParseIndex(s.Label(names.gpu_index_label), gpu)) gpu = 0;  // absent or not an index
     if (!e.mig_profile.empty() && !ParseIndex(s.Label(names.mig_instance_label), gi)) {
-      issue("series " + s.metric + " of pod " + std::string(ns) + "/" + std::string(pod) + ": " +
-            names.mig_profile_label + " \"" + e.mig_profile + "\" without a valid " +
-            names.mig_instance_label);
+      AddIssue(report, "series " + s.metric + " of pod " + std::string(ns) + "/" +
+                           std::string(pod) + ": " + names.mig_profile_label + " \"" +
+                           e.mig_profile + "\" without a valid " + names.mig_instance_label);
       continue;
     }
     e.device = gi >= 0 ? 1000 * (gpu + 1) + gi : gpu;
@@ -149,181 +205,160 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
     e.ns = ns;
     e.pod = pod;
     e.container = container;
-    std::string key = e.device_key + '\x1f' + e.ns + '/' + e.pod + '/' + e.container;
+    std::string key = e.device_key + '\x1f' + e.ContainerKey();
     Entry& slot = entries.try_emplace(std::move(key), std::move(e)).first->second;
-    if (kind == kVramKind) {
+    if (kind == kVramKind)
       slot.vram = &s;
-    } else {
+    else
       slot.sm[static_cast<size_t>(kind)] = &s;
-    }
     if (slot.model.empty()) slot.model = s.Label(names.model_label);
   }
+  return entries;
+}
 
-  // 3. How many pods report each device at each time (the shared-device split).
-  std::unordered_map<std::string, std::unordered_map<int64_t, int>> pods_at;
-  std::unordered_map<std::string, int> max_pods;
-  std::map<std::string, int> devices_of_container;  // ns/pod/container → devices
-  for (const auto& [key, e] : entries) {
-    if (e.vram == nullptr) continue;
-    ++devices_of_container[e.ns + '/' + e.pod + '/' + e.container];
-    auto& counts = pods_at[e.device_key];
-    int& most = max_pods[e.device_key];
-    for (const MetricPoint& p : e.vram->points) most = std::max(most, ++counts[TimeKey(p.time_s)]);
+std::optional<std::pair<uint32_t, uint32_t>> DcgmIngester::Admit(const Entry& e,
+                                                                 const DeviceLoad& load,
+                                                                 DcgmIngestReport& report) {
+  const size_t points = e.vram->points.size();
+  Result<const GpuModel*> model = catalog_.FindModel(e.model);
+  if (!model.ok()) {
+    report.refused += points;
+    AddIssue(report, e.Who() + ": " + options_.names.model_label + ": " + model.status().message());
+    return std::nullopt;
   }
-
-  // 4. Samples, collected and then ingested in time order.
-  struct Pending {
-    double time_s;
-    uint32_t row;
-    uint32_t series;
-    GpuSample sample;
-  };
-  std::vector<Pending> pending;
-  const double latest_allowed_s = options_.now_s + options_.max_future_skew_s;
-  for (const auto& [key, e] : entries) {
-    if (e.vram == nullptr) continue;
-    const std::string who = e.ns + "/" + e.pod + "/" + e.container + " on " +
-                            (e.host.empty() ? std::string() : e.host + " ") + "GPU " +
-                            (e.uuid.empty() ? std::to_string(e.device) : e.uuid) +
-                            (e.mig_profile.empty() ? "" : " MIG " + e.mig_profile);
-    int source = kSmSourceCount;
-    for (int s = 0; s < kSmSourceCount; ++s) {
-      if (e.sm[static_cast<size_t>(s)] != nullptr &&
-          !e.sm[static_cast<size_t>(s)]->points.empty()) {
-        source = s;
-        break;
-      }
-    }
-    Result<const GpuModel*> model = catalog_.FindModel(e.model);
-    if (!model.ok()) {
-      report.refused += e.vram->points.size();
-      issue(who + ": " + names.model_label + ": " + model.status().message());
-      continue;
-    }
-    const PodOwner owner = kube_state_.ResolveOwner(e.ns, e.pod);
-    const int replicas = options_.shared_replicas > 0 ? options_.shared_replicas
-                                                      : std::max(1, max_pods[e.device_key]);
-    std::optional<GpuAllocation> allocation =
-        kube_state_.Request(e.ns, e.pod, e.container, replicas, *model);
-    if (allocation) {
-      ++report.allocation_from_request;
+  const PodOwner owner = kube_state_.ResolveOwner(e.ns, e.pod);
+  const auto most = load.max_pods.find(e.device_key);
+  const int replicas = options_.shared_replicas > 0
+                           ? options_.shared_replicas
+                           : std::max(1, most == load.max_pods.end() ? 0 : most->second);
+  std::optional<GpuAllocation> allocation =
+      kube_state_.Request(e.ns, e.pod, e.container, replicas, *model);
+  if (allocation) {
+    ++report.allocation_from_request;
+  } else {
+    ++report.allocation_from_dcgm;
+    GpuAllocation a;
+    if (!e.mig_profile.empty()) {
+      a.kind = AllocationKind::kMigInstance;
+      a.mig_profile = e.mig_profile;
+    } else if (replicas > 1) {
+      a.kind = AllocationKind::kSharedReplica;
+      a.shared_replicas = replicas;
     } else {
-      ++report.allocation_from_dcgm;
-      GpuAllocation a;
-      if (!e.mig_profile.empty()) {
-        a.kind = AllocationKind::kMigInstance;
-        a.mig_profile = e.mig_profile;
-      } else if (replicas > 1) {
-        a.kind = AllocationKind::kSharedReplica;
-        a.shared_replicas = replicas;
-      } else {
-        a.count = devices_of_container[e.ns + '/' + e.pod + '/' + e.container];
-      }
-      allocation = a;
+      a.count = load.devices_of_container.at(e.ContainerKey());
     }
-    Result<AllocationUnit> unit = ResolveAllocationUnit(*allocation, **model);
-    if (!unit.ok()) {
-      report.refused += e.vram->points.size();
-      issue(who + ": " + unit.status().message());
-      continue;
-    }
-    v1::WorkloadIdentity id;
-    id.set_namespace_name(e.ns);
-    id.set_owner_kind(owner.kind);
-    id.set_owner_name(owner.name);
-    id.set_container(e.container);
-    id.set_gpu_model((*model)->name);
-    id.set_allocation(allocation->ToString());
-    std::string rejected;
-    id.set_cost_center(kube_state_.CostCenter(options_.cost_centers, e.ns, owner, &rejected));
-    if (!rejected.empty()) {
-      report.invalid_cost_center += e.vram->points.size();
-      issue(who + ": cost center " + rejected + " is not valid (UTF-8 without control " +
-            "characters, 1-253 bytes): charged to " + std::string(kUnallocatedCostCenter));
-    }
-    if (options_.shard_count > 1 &&
-        WorkloadShard(id, options_.shard_count) != options_.shard_index) {
-      report.other_shard += e.vram->points.size();
-      continue;
-    }
-    Status valid = ValidateIdentity(id);
-    if (valid.ok()) valid = ValidateObjectName("pod", e.pod);
-    if (!valid.ok()) {
-      report.refused += e.vram->points.size();
-      issue(who + ": " + valid.message());
-      continue;
-    }
-    switch (owner.source) {
-      case OwnerSource::kKubeStateMetrics:
-        ++report.owner_from_kube_state;
-        break;
-      case OwnerSource::kPodNameRule:
-        ++report.owner_from_pod_name;
-        break;
-      case OwnerSource::kBarePod:
-        ++report.owner_bare_pod;
-        break;
-    }
-    if (source < kSmSourceCount) ++report.sm_source_series[static_cast<size_t>(source)];
-    const uint32_t row = store_.Track(id, *unit);
-    const uint32_t series = store_.TrackDevice(row, e.pod, e.device);
-    const auto& counts = pods_at[e.device_key];
-    const double limit = store_.state(row).unit.vram_limit_bytes;
-    size_t cursor = 0;
-    for (const MetricPoint& p : e.vram->points) {
-      ++report.samples;
-      if (p.value >= kDcgmNoValue) {
-        ++report.no_value_markers;
-        continue;
-      }
-      if (!(p.time_s >= kMinSampleTimeS) || !(p.time_s <= latest_allowed_s) || !(p.value >= 0)) {
-        ++report.refused;
-        issue(who + ": sample at " + FormatNumber(p.time_s) + " with " + FormatNumber(p.value) +
-              " MiB is out of range (time before 2000 or in the future, or negative)");
-        continue;
-      }
-      std::optional<double> sm;
-      if (source < kSmSourceCount)
-        sm = ValueAt(*e.sm[static_cast<size_t>(source)], p.time_s, cursor);
-      if (!sm) {
-        ++report.without_sm;
-        continue;
-      }
-      if (*sm >= kDcgmNoValue) {
-        ++report.no_value_markers;
-        continue;
-      }
-      double ratio = source == kGpuUtil ? *sm / 100 : *sm;
-      if (!(ratio >= 0 && ratio <= 1.0 + 1e-9)) {
-        ++report.refused;
-        issue(who + ": " + SmSourceName(static_cast<SmSource>(source)) + " " + FormatNumber(*sm) +
-              " at " + FormatNumber(p.time_s) + " is out of range");
-        continue;
-      }
-      const auto k_it = counts.find(TimeKey(p.time_s));
-      const int k = k_it == counts.end() ? 1 : std::max(1, k_it->second);
-      GpuSample sample;
-      sample.time_s = p.time_s;
-      sample.vram_bytes = p.value * kMiB / k;
-      // SM activity is relative to the allocation unit (as a MIG instance's counters are): a
-      // pod's 1/k of the device's activity over its share of the device, so that the pods'
-      // used GPU-seconds add up to the device's.
-      const double fraction = store_.state(row).unit.device_fraction;
-      sample.sm_ratio =
-          k > 1 && fraction > 0 ? std::min(1.0, ratio / k / fraction) : std::min(1.0, ratio);
-      if (limit > 0 && sample.vram_bytes > limit) {
-        ++report.refused;
-        issue(who + ": " + FormatNumber(p.value) + " MiB at " + FormatNumber(p.time_s) +
-              " is more than the allocation can hold (" + FormatNumber(limit / kMiB) + " MiB)");
-        continue;
-      }
-      if (k > 1) {
-        ++report.shared_device_samples;
-        store_.mutable_state(row).shared_device_estimate = true;
-      }
-      pending.push_back({p.time_s, row, series, sample});
+    allocation = a;
+  }
+  WorkloadFields fields{e.ns, owner.kind, owner.name, e.container, e.pod, {}};
+  std::string rejected;
+  fields.cost_center = kube_state_.CostCenter(options_.cost_centers, e.ns, owner, &rejected);
+  if (!rejected.empty()) {
+    report.invalid_cost_center += points;
+    AddIssue(report, e.Who() + ": cost center " + rejected +
+                         " is not valid (UTF-8 without control characters, 1-253 bytes): "
+                         "charged to " +
+                         std::string(kUnallocatedCostCenter));
+  }
+  if (options_.shard_count > 1) {
+    v1::WorkloadIdentity key;
+    key.set_namespace_name(e.ns);
+    key.set_owner_kind(owner.kind);
+    key.set_owner_name(owner.name);
+    key.set_container(e.container);
+    if (WorkloadShard(key, options_.shard_count) != options_.shard_index) {
+      report.other_shard += points;
+      return std::nullopt;
     }
   }
+  Result<AdmittedWorkload> admitted = AdmitWorkload(fields, **model, *allocation);
+  if (!admitted.ok()) {
+    report.refused += points;
+    AddIssue(report, e.Who() + ": " + admitted.status().message());
+    return std::nullopt;
+  }
+  switch (owner.source) {
+    case OwnerSource::kKubeStateMetrics:
+      ++report.owner_from_kube_state;
+      break;
+    case OwnerSource::kPodNameRule:
+      ++report.owner_from_pod_name;
+      break;
+    case OwnerSource::kBarePod:
+      ++report.owner_bare_pod;
+      break;
+  }
+  if (const int source = e.SmSourceUsed(); source < kSmSourceCount)
+    ++report.sm_source_series[static_cast<size_t>(source)];
+  const uint32_t row = store_.Track(std::move(admitted->identity), admitted->unit);
+  return std::pair{row, store_.TrackDevice(row, e.pod, e.device)};
+}
+
+void DcgmIngester::CollectSamples(const Entry& e, uint32_t row, uint32_t series,
+                                  const std::unordered_map<int64_t, int>& pods_at,
+                                  DcgmIngestReport& report, std::vector<Pending>& pending) {
+  const int source = e.SmSourceUsed();
+  const double latest_allowed_s = options_.now_s + options_.max_future_skew_s;
+  const AllocationUnit unit = store_.state(row).unit;
+  size_t cursor = 0;
+  for (const MetricPoint& p : e.vram->points) {
+    ++report.samples;
+    if (p.value >= kDcgmNoValue) {
+      ++report.no_value_markers;
+      continue;
+    }
+    if (CheckSampleTime(p.time_s, latest_allowed_s) != SampleTime::kOk || !(p.value >= 0)) {
+      ++report.refused;
+      AddIssue(report, e.Who() + ": sample at " + FormatNumber(p.time_s) + " with " +
+                           FormatNumber(p.value) +
+                           " MiB is out of range (time before 2000 or in the future, or "
+                           "negative)");
+      continue;
+    }
+    std::optional<double> sm;
+    if (source < kSmSourceCount) sm = ValueAt(*e.sm[static_cast<size_t>(source)], p.time_s, cursor);
+    if (!sm) {
+      ++report.without_sm;
+      continue;
+    }
+    if (*sm >= kDcgmNoValue) {
+      ++report.no_value_markers;
+      continue;
+    }
+    const double ratio = source == kGpuUtil ? *sm / 100 : *sm;
+    if (!(ratio >= 0 && ratio <= 1.0 + 1e-9)) {
+      ++report.refused;
+      AddIssue(report, e.Who() + ": " + SmSourceName(static_cast<SmSource>(source)) + " " +
+                           FormatNumber(*sm) + " at " + FormatNumber(p.time_s) +
+                           " is out of range");
+      continue;
+    }
+    const auto k_it = pods_at.find(TimeKey(p.time_s));
+    const int k = k_it == pods_at.end() ? 1 : std::max(1, k_it->second);
+    GpuSample sample;
+    sample.time_s = p.time_s;
+    sample.vram_bytes = p.value * kMiB / k;
+    // SM activity is relative to the allocation unit (as a MIG instance's counters are): a
+    // pod's 1/k of the device's activity over its share of the device, so that the pods'
+    // used GPU-seconds add up to the device's.
+    const double fraction = unit.device_fraction;
+    sample.sm_ratio =
+        k > 1 && fraction > 0 ? std::min(1.0, ratio / k / fraction) : std::min(1.0, ratio);
+    if (unit.vram_limit_bytes > 0 && !FitsAllocation(sample.vram_bytes, unit)) {
+      ++report.refused;
+      AddIssue(report, e.Who() + ": " + FormatNumber(p.value) + " MiB at " +
+                           FormatNumber(p.time_s) + " is more than the allocation can hold (" +
+                           FormatNumber(unit.vram_limit_bytes / kMiB) + " MiB)");
+      continue;
+    }
+    if (k > 1) {
+      ++report.shared_device_samples;
+      store_.mutable_state(row).shared_device_estimate = true;
+    }
+    pending.push_back({p.time_s, row, series, sample});
+  }
+}
+
+void DcgmIngester::IngestInTimeOrder(std::vector<Pending>& pending, DcgmIngestReport& report) {
   std::stable_sort(pending.begin(), pending.end(),
                    [](const Pending& a, const Pending& b) { return a.time_s < b.time_s; });
   bool have_time = false;
@@ -343,7 +378,6 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
     have_time = true;
     report.last_time_s = p.time_s;
   }
-  return report;
 }
 
 }  // namespace gpuvpa::recommender

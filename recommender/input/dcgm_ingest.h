@@ -25,9 +25,12 @@
 
 #include <array>
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/cost/cost_center.h"
@@ -116,6 +119,20 @@ class DcgmIngester {
   void set_now(double now_s) { options_.now_s = now_s; }
 
  private:
+  struct Entry;
+  struct DeviceLoad;
+  struct Pending;
+  // The steps of Ingest, in order.
+  std::map<std::string, Entry> GroupByDevice(std::span<const LabeledSeries> batch,
+                                             DcgmIngestReport& report) const;
+  // Tracks the entry's workload and device (row, series), or counts its samples refused.
+  std::optional<std::pair<uint32_t, uint32_t>> Admit(const Entry& entry, const DeviceLoad& load,
+                                                     DcgmIngestReport& report);
+  void CollectSamples(const Entry& entry, uint32_t row, uint32_t series,
+                      const std::unordered_map<int64_t, int>& pods_at, DcgmIngestReport& report,
+                      std::vector<Pending>& pending);
+  void IngestInTimeOrder(std::vector<Pending>& pending, DcgmIngestReport& report);
+
   FleetStore& store_;
   const GpuCatalog& catalog_;
   DcgmIngestOptions options_;

@@ -23,6 +23,7 @@
 #include "core/base/time_format.h"
 #include "core/base/workload_key.h"
 #include "core/gpu/gpu_allocation.h"
+#include "recommender/input/admission.h"
 
 namespace gpuvpa::recommender {
 namespace {
@@ -114,54 +115,12 @@ Result<TraceReplayReport> TraceReplayer::ReplayText(std::string_view csv) {
   return Replay(csv, false);
 }
 
-Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool release_consumed) {
-  if (csv.starts_with(kUtf8Bom)) csv.remove_prefix(kUtf8Bom.size());
-  size_t pos = 0;
-  std::string_view header;
+// One replay's state: the current row's fields, the header's columns, what was found.
+struct TraceReplayer::Pass {
   std::array<std::string_view, kMaxFields> fields;
   Columns cols;
-  cols.index.fill(-1);
-  cols.field_count = NextLineFields(csv, pos, header, fields);
-  if (cols.field_count > kMaxFields)
-    return HeaderError("more than " + std::to_string(kMaxFields) + " columns", header);
-  for (size_t f = 0; f < cols.field_count; ++f) {
-    int c = 0;
-    while (c < kColumnCount && kColumnNames[c] != fields[f]) ++c;
-    if (c == kColumnCount)
-      return HeaderError("unknown column \"" + std::string(fields[f]) + "\"", header);
-    if (cols.index[c] >= 0)
-      return HeaderError("column \"" + std::string(fields[f]) + "\" appears twice", header);
-    cols.index[c] = static_cast<int>(f);
-  }
-  for (int c = 0; c < kRequiredColumns; ++c) {
-    if (cols.index[c] < 0)
-      return HeaderError("lacks required column \"" + std::string(kColumnNames[c]) + "\"", header);
-  }
-  // A series is known by the text of its columns as the row has it: runs of adjacent fields (one
-  // run, commas included, when they are next to each other), so a known series is recognised
-  // without copying its text. The text means the same only under the same header.
-  series_runs_.clear();
-  {
-    std::vector<int> positions;
-    for (const int c : kSeriesColumns)
-      if (cols.index[c] >= 0) positions.push_back(cols.index[c]);
-    std::sort(positions.begin(), positions.end());
-    for (const int f : positions) {
-      if (!series_runs_.empty() && series_runs_.back().second + 1 == f)
-        series_runs_.back().second = f;
-      else
-        series_runs_.push_back({f, f});
-    }
-  }
-  if (!std::equal(cols.index.begin(), cols.index.end(), series_columns_.begin(),
-                  series_columns_.end())) {
-    ForgetSeries();
-    series_columns_.assign(cols.index.begin(), cols.index.end());
-  }
-
   TraceReplayReport report;
   std::vector<TraceIssue> store_issues;
-  pending_.clear();
   bool have_time = false;
   size_t line_no = 1;
   // Unit evidence: how many rows look like the other unit, and the largest values seen.
@@ -169,22 +128,33 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
   double sm_largest = 0;
   size_t vram_rows = 0;
   double vram_largest = 0;
-  const double latest_allowed_s = *options_.now_s + options_.max_future_skew_s;
-  const double sm_scale = options_.sm_unit == SmUnit::kPercent ? 0.01 : 1.0;
-  const double vram_scale = options_.vram_unit == VramUnit::kMebibytes ? kMiB : 1.0;
-  auto field = [&](int c) -> std::string_view {
+  double latest_allowed_s = 0;
+  double sm_scale = 1;
+  double vram_scale = 1;
+
+  std::string_view field(int c) const {
     return cols.index[c] < 0 ? std::string_view() : fields[static_cast<size_t>(cols.index[c])];
-  };
-  auto reject = [&](std::string_view column, std::string message) {
+  }
+  void reject(std::string_view column, std::string message) {
     ++report.malformed;
     if (report.issues.size() < kMaxReportedIssues)
       report.issues.push_back({line_no, std::string(column), std::move(message)});
-  };
-  auto reject_value = [&](int c, const std::string& why) {
+  }
+  void reject_value(int c, const std::string& why) {
     reject(kColumnNames[c],
            std::string(kColumnNames[c]) + " \"" + std::string(field(c)) + "\" " + why);
-  };
+  }
+};
 
+Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool release_consumed) {
+  if (csv.starts_with(kUtf8Bom)) csv.remove_prefix(kUtf8Bom.size());
+  size_t pos = 0;
+  Pass pass;
+  GPUVPA_RETURN_IF_ERROR(ReadHeader(csv, pos, pass));
+  pending_.clear();
+  pass.latest_allowed_s = *options_.now_s + options_.max_future_skew_s;
+  pass.sm_scale = options_.sm_unit == SmUnit::kPercent ? 0.01 : 1.0;
+  pass.vram_scale = options_.vram_unit == VramUnit::kMebibytes ? kMiB : 1.0;
   // Pages already replayed go back in steps of kReleaseStep (only ever whole pages behind the
   // current row: nothing of them is read again; issues and caches hold copies).
   constexpr size_t kReleaseStep = 16 << 20;
@@ -196,212 +166,267 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
       ::madvise(const_cast<char*>(csv.data()) + released, upto - released, MADV_DONTNEED);
       released = upto;
     }
-    ++line_no;
+    ++pass.line_no;
     std::string_view line;
-    const size_t n = NextLineFields(csv, pos, line, fields);
+    const size_t n = NextLineFields(csv, pos, line, pass.fields);
     if (line.empty()) continue;
-    ++report.rows;
-    if (n != cols.field_count) {
-      reject("row",
-             "expected " + std::to_string(cols.field_count) + " fields, found " +
-                 (n > kMaxFields ? "more than " + std::to_string(kMaxFields) : std::to_string(n)));
+    ++pass.report.rows;
+    if (n != pass.cols.field_count) {
+      pass.reject("row", "expected " + std::to_string(pass.cols.field_count) + " fields, found " +
+                             (n > kMaxFields ? "more than " + std::to_string(kMaxFields)
+                                             : std::to_string(n)));
       continue;
     }
+    ReplayRow(pass);
+  }
+  FlushPending(pass.report, pass.store_issues, pass.have_time);
+  return Finish(pass);
+}
 
-    // Rows come in time order and many share a timestamp: parse each distinct text once.
-    if (field(kTimestamp).empty() || field(kTimestamp) != last_timestamp_text_) {
-      Result<double> parsed = ParseTimestamp(field(kTimestamp));
-      if (!parsed.ok()) {
-        reject(kColumnNames[kTimestamp], parsed.status().message());
-        continue;
-      }
-      last_timestamp_text_.assign(field(kTimestamp));
-      last_timestamp_s_ = *parsed;
+Status TraceReplayer::ReadHeader(std::string_view csv, size_t& pos, Pass& pass) {
+  std::string_view header;
+  Columns& cols = pass.cols;
+  cols.index.fill(-1);
+  cols.field_count = NextLineFields(csv, pos, header, pass.fields);
+  if (cols.field_count > kMaxFields)
+    return HeaderError("more than " + std::to_string(kMaxFields) + " columns", header);
+  for (size_t f = 0; f < cols.field_count; ++f) {
+    int c = 0;
+    while (c < kColumnCount && kColumnNames[c] != pass.fields[f]) ++c;
+    if (c == kColumnCount)
+      return HeaderError("unknown column \"" + std::string(pass.fields[f]) + "\"", header);
+    if (cols.index[c] >= 0)
+      return HeaderError("column \"" + std::string(pass.fields[f]) + "\" appears twice", header);
+    cols.index[c] = static_cast<int>(f);
+  }
+  for (int c = 0; c < kRequiredColumns; ++c) {
+    if (cols.index[c] < 0)
+      return HeaderError("lacks required column \"" + std::string(kColumnNames[c]) + "\"", header);
+  }
+  // A series is known by the text of its columns as the row has it: runs of adjacent fields (one
+  // run, commas included, when they are next to each other), so a known series is recognised
+  // without copying its text. The text means the same only under the same header.
+  series_runs_.clear();
+  std::vector<int> positions;
+  for (const int c : kSeriesColumns)
+    if (cols.index[c] >= 0) positions.push_back(cols.index[c]);
+  std::sort(positions.begin(), positions.end());
+  for (const int f : positions) {
+    if (!series_runs_.empty() && series_runs_.back().second + 1 == f)
+      series_runs_.back().second = f;
+    else
+      series_runs_.push_back({f, f});
+  }
+  if (!std::equal(cols.index.begin(), cols.index.end(), series_columns_.begin(),
+                  series_columns_.end())) {
+    ForgetSeries();
+    series_columns_.assign(cols.index.begin(), cols.index.end());
+  }
+  return OkStatus();
+}
+
+void TraceReplayer::ReplayRow(Pass& pass) {
+  // Rows come in time order and many share a timestamp: parse each distinct text once.
+  const std::string_view timestamp = pass.field(kTimestamp);
+  if (timestamp.empty() || timestamp != last_timestamp_text_) {
+    Result<double> parsed = ParseTimestamp(timestamp);
+    if (!parsed.ok()) {
+      pass.reject(kColumnNames[kTimestamp], parsed.status().message());
+      return;
     }
-    const double* time = &last_timestamp_s_;
-    if (!(*time >= kMinSampleTimeS)) {
-      reject_value(kTimestamp, "is before 2000-01-01");
-      continue;
-    }
-    if (!(*time <= latest_allowed_s) || *time >= kMaxSampleTimeS) {
-      reject_value(kTimestamp, "is in the future (later than now " +
-                                   FormatTimestamp(*options_.now_s) + " + " +
-                                   FormatNumber(options_.max_future_skew_s) + " s)");
-      continue;
-    }
-    if (*time < options_.window_from_s || *time >= options_.window_until_s) {
-      ++report.outside_window;
-      continue;
-    }
-    // The raw identity text: seen before, it resolves to its series without the checks below
-    // that depend on that text alone (they passed then).
-    if (store_.layout_version() != series_layout_) {
-      ForgetSeries();
-      series_layout_ = store_.layout_version();
-    }
-    for (size_t r = 0; r < series_runs_.size(); ++r) {
-      const std::string_view first = fields[static_cast<size_t>(series_runs_[r].first)];
-      const std::string_view last = fields[static_cast<size_t>(series_runs_[r].second)];
-      series_spans_[r] = std::string_view(
-          first.data(), static_cast<size_t>(last.data() + last.size() - first.data()));
-    }
-    const uint32_t known = FindSeries();
-    const bool series_known = known != UINT32_MAX;
-    bool empty_id = false;
+    last_timestamp_text_.assign(timestamp);
+    last_timestamp_s_ = *parsed;
+  }
+  const double time = last_timestamp_s_;
+  switch (CheckSampleTime(time, pass.latest_allowed_s)) {
+    case SampleTime::kBefore2000:
+      pass.reject_value(kTimestamp, "is before 2000-01-01");
+      return;
+    case SampleTime::kInTheFuture:
+      pass.reject_value(kTimestamp, "is in the future (later than now " +
+                                        FormatTimestamp(*options_.now_s) + " + " +
+                                        FormatNumber(options_.max_future_skew_s) + " s)");
+      return;
+    case SampleTime::kOk:
+      break;
+  }
+  if (time < options_.window_from_s || time >= options_.window_until_s) {
+    ++pass.report.outside_window;
+    return;
+  }
+  // The raw identity text: seen before, it resolves to its series without the checks below
+  // that depend on that text alone (they passed then).
+  if (store_.layout_version() != series_layout_) {
+    ForgetSeries();
+    series_layout_ = store_.layout_version();
+  }
+  for (size_t r = 0; r < series_runs_.size(); ++r) {
+    const std::string_view first = pass.fields[static_cast<size_t>(series_runs_[r].first)];
+    const std::string_view last = pass.fields[static_cast<size_t>(series_runs_[r].second)];
+    series_spans_[r] = std::string_view(
+        first.data(), static_cast<size_t>(last.data() + last.size() - first.data()));
+  }
+  const uint32_t known = FindSeries();
+  if (known == UINT32_MAX) {
     for (int c :
          {kNamespace, kWorkloadKind, kWorkloadName, kContainer, kPod, kGpuModel, kAllocation}) {
-      if (series_known) break;
-      if (field(c).empty()) {
-        reject(kColumnNames[c], std::string(kColumnNames[c]) + " is empty");
-        empty_id = true;
-        break;
+      if (pass.field(c).empty()) {
+        pass.reject(kColumnNames[c], std::string(kColumnNames[c]) + " is empty");
+        return;
       }
     }
-    if (empty_id) continue;
-    if (Status s = series_known ? OkStatus() : ValidateObjectName("pod", field(kPod)); !s.ok()) {
-      reject(kColumnNames[kPod], s.message());
-      continue;
-    }
-    GpuSample sample;
-    sample.time_s = *time;
-    double vram = 0;
-    if (!ParseFiniteDouble(field(kVramBytes), vram) || vram < 0) {
-      reject_value(kVramBytes, "is not a non-negative number");
-      continue;
-    }
-    sample.vram_bytes = vram * vram_scale;
-    double sm = 0;
-    if (!ParseFiniteDouble(field(kSmActive), sm) || sm < 0 || sm * sm_scale > 1) {
-      if (options_.sm_unit == SmUnit::kRatio && sm > 1 && sm <= 100) {
-        ++sm_percent_like_rows;
-        sm_largest = std::max(sm_largest, sm);
-      }
-      reject_value(kSmActive, options_.sm_unit == SmUnit::kPercent ? "is not a percentage in 0..100"
-                                                                   : "is not a ratio in 0..1");
-      continue;
-    }
-    sample.sm_ratio = sm * sm_scale;
-    if (const std::string_view oom = field(kCudaOom); !oom.empty()) {
-      if (oom == "1" || oom == "true") {
-        sample.cuda_oom = true;
-      } else if (oom != "0" && oom != "false") {
-        reject_value(kCudaOom, "is not 0, 1, true or false");
-        continue;
-      }
-    }
-    int device = -1;
-    if (const std::string_view text = field(kDevice); !text.empty()) {
-      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), device);
-      if (ec != std::errc() || ptr != text.data() + text.size() || device < 0) {
-        reject_value(kDevice, "is not a GPU index");
-        continue;
-      }
-    }
-    const std::string_view cost_center = field(kCostCenter);
-
-    std::optional<uint32_t> row;
-    if (series_known) {
-      row = series_[known].row;
-    } else {
-      AssignWorkloadKey(key_buffer_, field(kNamespace), field(kWorkloadKind), field(kWorkloadName),
-                        field(kContainer));
-      row = store_.Find(key_buffer_);
-    }
-    // Resolve the identity only when this workload's raw fields changed (or the row was not
-    // filled by this replayer: restored from a checkpoint, or moved by ForgetStale).
-    const bool cached =
-        series_known || (row && *row < row_cache_.size() && row_cache_[*row].key == key_buffer_ &&
-                         row_cache_[*row].allocation == field(kAllocation) &&
-                         row_cache_[*row].gpu_model == field(kGpuModel) &&
-                         row_cache_[*row].cost_center == cost_center);
-    if (!cached) {
-      Result<const GpuModel*> model = catalog_.FindModel(field(kGpuModel));
-      if (!model.ok()) {
-        reject(kColumnNames[kGpuModel], model.status().message());
-        continue;
-      }
-      Result<GpuAllocation> allocation = ParseGpuAllocation(field(kAllocation));
-      if (!allocation.ok()) {
-        reject(kColumnNames[kAllocation], allocation.status().message());
-        continue;
-      }
-      Result<AllocationUnit> unit = ResolveAllocationUnit(*allocation, **model);
-      if (!unit.ok()) {
-        reject(kColumnNames[kAllocation], unit.status().message());
-        continue;
-      }
-      v1::WorkloadIdentity id;
-      id.set_namespace_name(std::string(field(kNamespace)));
-      id.set_owner_kind(std::string(field(kWorkloadKind)));
-      id.set_owner_name(std::string(field(kWorkloadName)));
-      id.set_container(std::string(field(kContainer)));
-      id.set_gpu_model((*model)->name);
-      id.set_allocation(allocation->ToString());
-      id.set_cost_center(cost_center.empty() ? ResolveCostCenter(cost_centers_, field(kNamespace))
-                                             : std::string(cost_center));
-      if (Status s = ValidateIdentity(id); !s.ok()) {
-        reject(s.message().substr(0, s.message().find(' ')), s.message());
-        continue;
-      }
-      // A new identity for a tracked workload changes how its samples are accounted: the
-      // samples parsed before it go in first, under the old one.
-      if (row) FlushPending(report, store_issues, have_time);
-      row = store_.Track(std::move(id), *unit);
-      if (row_cache_.size() <= *row) row_cache_.resize(*row + 1);
-      row_cache_[*row] = {key_buffer_, std::string(field(kAllocation)),
-                          std::string(field(kGpuModel)), std::string(cost_center)};
-      // Entries made from this row's earlier text no longer hold.
-      if (row_track_generation_.size() <= *row) row_track_generation_.resize(*row + 1);
-      ++row_track_generation_[*row];
-    }
-    const WorkloadState& st = store_.state(*row);
-    if (sample.vram_bytes > st.unit.vram_limit_bytes) {
-      reject_value(kVramBytes, "is more than the " + st.identity.gpu_model() + "'s " +
-                                   FormatNumber(st.unit.vram_limit_bytes) +
-                                   " bytes of device memory");
-      continue;
-    }
-    ++vram_rows;
-    vram_largest = std::max(vram_largest, sample.vram_bytes);
-
-    uint32_t series;
-    if (series_known) {
-      series = series_[known].series;
-      previous_series_ = known;
-    } else {
-      series = store_.TrackDevice(*row, field(kPod), device);
-      if (row_track_generation_.size() <= *row) row_track_generation_.resize(*row + 1);
-      SeriesKey();
-      auto [it, added] =
-          series_index_.try_emplace(series_key_, static_cast<uint32_t>(series_.size()));
-      if (added) {
-        series_.push_back({*row, series, 0, UINT32_MAX, series_text_.size(), series_key_.size()});
-        series_text_.append(series_key_);
-      }
-      SeriesEntry& e = series_[it->second];
-      e.row = *row;
-      e.series = series;
-      e.track_generation = row_track_generation_[*row];
-      if (previous_series_ != UINT32_MAX) series_[previous_series_].next = it->second;
-      previous_series_ = it->second;
-    }
-    pending_.push_back({*row, series, line_no, sample});
-    // A sample that moves the decay reference goes in alone, after everything before it, as in
-    // a sample-by-sample replay: every pending sample shares the store's current reference.
-    if (store_.clock().WouldShift(sample.time_s)) {
-      const PendingSample last = pending_.back();
-      pending_.pop_back();
-      FlushPending(report, store_issues, have_time);
-      pending_.push_back(last);
-      FlushPending(report, store_issues, have_time);
-    } else if (pending_.size() >=
-               std::clamp(kSamplesPerWorkload * store_.size(), kMinIngestBatch, kMaxIngestBatch)) {
-      FlushPending(report, store_issues, have_time);
+    if (Status s = ValidateObjectName("pod", pass.field(kPod)); !s.ok()) {
+      pass.reject(kColumnNames[kPod], s.message());
+      return;
     }
   }
-  FlushPending(report, store_issues, have_time);
+  GpuSample sample;
+  sample.time_s = time;
+  int device = -1;
+  if (!ParseValues(pass, sample, device)) return;
+  const std::optional<uint32_t> row = ResolveRow(pass, known);
+  if (!row) return;
+  const WorkloadState& st = store_.state(*row);
+  if (!FitsAllocation(sample.vram_bytes, st.unit)) {
+    pass.reject_value(kVramBytes, "is more than the " + st.identity.gpu_model() + "'s " +
+                                      FormatNumber(st.unit.vram_limit_bytes) +
+                                      " bytes of device memory");
+    return;
+  }
+  ++pass.vram_rows;
+  pass.vram_largest = std::max(pass.vram_largest, sample.vram_bytes);
+  const uint32_t series = ResolveSeries(pass, known, *row, device);
+  Enqueue(pass, {*row, series, pass.line_no, sample});
+}
+
+bool TraceReplayer::ParseValues(Pass& pass, GpuSample& sample, int& device) {
+  double vram = 0;
+  if (!ParseFiniteDouble(pass.field(kVramBytes), vram) || vram < 0) {
+    pass.reject_value(kVramBytes, "is not a non-negative number");
+    return false;
+  }
+  sample.vram_bytes = vram * pass.vram_scale;
+  double sm = 0;
+  if (!ParseFiniteDouble(pass.field(kSmActive), sm) || sm < 0 || sm * pass.sm_scale > 1) {
+    if (options_.sm_unit == SmUnit::kRatio && sm > 1 && sm <= 100) {
+      ++pass.sm_percent_like_rows;
+      pass.sm_largest = std::max(pass.sm_largest, sm);
+    }
+    pass.reject_value(kSmActive, options_.sm_unit == SmUnit::kPercent
+                                     ? "is not a percentage in 0..100"
+                                     : "is not a ratio in 0..1");
+    return false;
+  }
+  sample.sm_ratio = sm * pass.sm_scale;
+  if (const std::string_view oom = pass.field(kCudaOom); !oom.empty()) {
+    if (oom == "1" || oom == "true") {
+      sample.cuda_oom = true;
+    } else if (oom != "0" && oom != "false") {
+      pass.reject_value(kCudaOom, "is not 0, 1, true or false");
+      return false;
+    }
+  }
+  if (const std::string_view text = pass.field(kDevice); !text.empty()) {
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), device);
+    if (ec != std::errc() || ptr != text.data() + text.size() || device < 0) {
+      pass.reject_value(kDevice, "is not a GPU index");
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<uint32_t> TraceReplayer::ResolveRow(Pass& pass, uint32_t known) {
+  if (known != UINT32_MAX) return series_[known].row;
+  const std::string_view cost_center = pass.field(kCostCenter);
+  AssignWorkloadKey(key_buffer_, pass.field(kNamespace), pass.field(kWorkloadKind),
+                    pass.field(kWorkloadName), pass.field(kContainer));
+  std::optional<uint32_t> row = store_.Find(key_buffer_);
+  // Resolve the identity only when this workload's raw fields changed (or the row was not
+  // filled by this replayer: restored from a checkpoint, or moved by ForgetStale).
+  if (row && *row < row_cache_.size() && row_cache_[*row].key == key_buffer_ &&
+      row_cache_[*row].allocation == pass.field(kAllocation) &&
+      row_cache_[*row].gpu_model == pass.field(kGpuModel) &&
+      row_cache_[*row].cost_center == cost_center)
+    return row;
+  Result<const GpuModel*> model = catalog_.FindModel(pass.field(kGpuModel));
+  if (!model.ok()) {
+    pass.reject(kColumnNames[kGpuModel], model.status().message());
+    return std::nullopt;
+  }
+  Result<GpuAllocation> allocation = ParseGpuAllocation(pass.field(kAllocation));
+  if (!allocation.ok()) {
+    pass.reject(kColumnNames[kAllocation], allocation.status().message());
+    return std::nullopt;
+  }
+  const WorkloadFields fields{pass.field(kNamespace),
+                              pass.field(kWorkloadKind),
+                              pass.field(kWorkloadName),
+                              pass.field(kContainer),
+                              {},
+                              cost_center.empty()
+                                  ? ResolveCostCenter(cost_centers_, pass.field(kNamespace))
+                                  : std::string(cost_center)};
+  std::string refused_field;
+  Result<AdmittedWorkload> admitted = AdmitWorkload(fields, **model, *allocation, &refused_field);
+  if (!admitted.ok()) {
+    pass.reject(refused_field, admitted.status().message());
+    return std::nullopt;
+  }
+  // A new identity for a tracked workload changes how its samples are accounted: the samples
+  // parsed before it go in first, under the old one.
+  if (row) FlushPending(pass.report, pass.store_issues, pass.have_time);
+  row = store_.Track(std::move(admitted->identity), admitted->unit);
+  if (row_cache_.size() <= *row) row_cache_.resize(*row + 1);
+  row_cache_[*row] = {key_buffer_, std::string(pass.field(kAllocation)),
+                      std::string(pass.field(kGpuModel)), std::string(cost_center)};
+  // Entries made from this row's earlier text no longer hold.
+  if (row_track_generation_.size() <= *row) row_track_generation_.resize(*row + 1);
+  ++row_track_generation_[*row];
+  return row;
+}
+
+uint32_t TraceReplayer::ResolveSeries(Pass& pass, uint32_t known, uint32_t row, int device) {
+  if (known != UINT32_MAX) {
+    previous_series_ = known;
+    return series_[known].series;
+  }
+  const uint32_t series = store_.TrackDevice(row, pass.field(kPod), device);
+  if (row_track_generation_.size() <= row) row_track_generation_.resize(row + 1);
+  SeriesKey();
+  auto [it, added] = series_index_.try_emplace(series_key_, static_cast<uint32_t>(series_.size()));
+  if (added) {
+    series_.push_back({row, series, 0, UINT32_MAX, series_text_.size(), series_key_.size()});
+    series_text_.append(series_key_);
+  }
+  SeriesEntry& e = series_[it->second];
+  e.row = row;
+  e.series = series;
+  e.track_generation = row_track_generation_[row];
+  if (previous_series_ != UINT32_MAX) series_[previous_series_].next = it->second;
+  previous_series_ = it->second;
+  return series;
+}
+
+void TraceReplayer::Enqueue(Pass& pass, const PendingSample& sample) {
+  pending_.push_back(sample);
+  // A sample that moves the decay reference goes in alone, after everything before it, as in a
+  // sample-by-sample replay: every pending sample shares the store's current reference.
+  if (store_.clock().WouldShift(sample.sample.time_s)) {
+    pending_.pop_back();
+    FlushPending(pass.report, pass.store_issues, pass.have_time);
+    pending_.push_back(sample);
+    FlushPending(pass.report, pass.store_issues, pass.have_time);
+  } else if (pending_.size() >=
+             std::clamp(kSamplesPerWorkload * store_.size(), kMinIngestBatch, kMaxIngestBatch)) {
+    FlushPending(pass.report, pass.store_issues, pass.have_time);
+  }
+}
+
+Result<TraceReplayReport> TraceReplayer::Finish(Pass& pass) {
+  TraceReplayReport& report = pass.report;
   // The first issues by line, wherever they were found.
-  report.issues.insert(report.issues.end(), store_issues.begin(), store_issues.end());
+  report.issues.insert(report.issues.end(), pass.store_issues.begin(), pass.store_issues.end());
   std::stable_sort(report.issues.begin(), report.issues.end(),
                    [](const TraceIssue& a, const TraceIssue& b) { return a.line < b.line; });
   if (report.issues.size() > kMaxReportedIssues) report.issues.resize(kMaxReportedIssues);
@@ -409,21 +434,21 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
   const size_t evidence_floor =
       std::max(kUnitEvidenceMinRows,
                static_cast<size_t>(kUnitEvidenceMinShare * static_cast<double>(report.rows)));
-  if (sm_percent_like_rows >= evidence_floor)
+  if (pass.sm_percent_like_rows >= evidence_floor)
     return FailedPreconditionError(
         "column sm_active looks like percent, not a ratio: " +
-        std::to_string(sm_percent_like_rows) + " of " + std::to_string(report.rows) +
-        " rows are in 1..100 (largest " + FormatNumber(sm_largest) +
+        std::to_string(pass.sm_percent_like_rows) + " of " + std::to_string(report.rows) +
+        " rows are in 1..100 (largest " + FormatNumber(pass.sm_largest) +
         "); nothing was saved. If the column is a percentage (DCGM_FI_DEV_GPU_UTIL), pass "
         "--sm-unit percent");
-  if (options_.vram_unit == VramUnit::kBytes && vram_rows >= kUnitEvidenceMinRows &&
-      vram_largest > 0 && vram_largest < kSmallestPlausibleVramPeakBytes)
+  if (options_.vram_unit == VramUnit::kBytes && pass.vram_rows >= kUnitEvidenceMinRows &&
+      pass.vram_largest > 0 && pass.vram_largest < kSmallestPlausibleVramPeakBytes)
     return FailedPreconditionError(
-        "column vram_bytes looks like MiB, not bytes: the largest of " + std::to_string(vram_rows) +
-        " values is " + FormatNumber(vram_largest) +
+        "column vram_bytes looks like MiB, not bytes: the largest of " +
+        std::to_string(pass.vram_rows) + " values is " + FormatNumber(pass.vram_largest) +
         " (under 1 MiB; a CUDA context alone holds hundreds of MiB); nothing was saved. If the "
         "column is MiB (DCGM_FI_DEV_FB_USED), pass --vram-unit mib");
-  return report;
+  return std::move(report);
 }
 
 void TraceReplayer::ForgetSeries() {

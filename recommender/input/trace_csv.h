@@ -94,6 +94,17 @@ class TraceReplayer {
   // the current row are handed back to the kernel as the replay goes (peak RSS stays bounded
   // whatever the file's size).
   Result<TraceReplayReport> Replay(std::string_view csv, bool release_consumed);
+  // The steps of Replay: the header, then each row (time, identity checks, values, workload,
+  // series, queue), then the report with the unit evidence.
+  struct Pass;
+  struct PendingSample;
+  Status ReadHeader(std::string_view csv, size_t& pos, Pass& pass);
+  void ReplayRow(Pass& pass);
+  bool ParseValues(Pass& pass, GpuSample& sample, int& device);
+  std::optional<uint32_t> ResolveRow(Pass& pass, uint32_t known_series);
+  uint32_t ResolveSeries(Pass& pass, uint32_t known_series, uint32_t row, int device);
+  void Enqueue(Pass& pass, const PendingSample& sample);
+  Result<TraceReplayReport> Finish(Pass& pass);
 
   FleetStore& store_;
   const GpuCatalog& catalog_;

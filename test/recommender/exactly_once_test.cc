@@ -1,6 +1,7 @@
 // Regression tests for the exactly-once and input-trust findings (issue 7): each test names the
 // finding it pins down and failed on the code before the fix.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <fstream>
 #include <map>
@@ -110,6 +111,29 @@ TEST_F(ExactlyOnceTest, Finding1SameTraceTwiceAddsNothing) {
   const ShowbackRow second = Total();
   EXPECT_EQ(second.allocated_gpu_time, first.allocated_gpu_time);
   EXPECT_EQ(second.allocated, first.allocated);
+}
+
+// The settle sequence's failure policy (recommender/checkpoint/settle.h): a ledger that refuses
+// the charge (here: another writer holds its lock past the busy timeout) fails the run, keeps
+// the usage pending in the checkpoint it still saves, and the next run charges it exactly once.
+TEST_F(ExactlyOnceTest, ARefusedChargeStaysPendingInTheCheckpointAndIsChargedOnceLater) {
+  const std::string trace = Write("demo.csv", Demo(2));
+  ASSERT_TRUE(Ledger::Open(ledger_).ok());
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(ledger_.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(Recommend({"--trace", trace, "--checkpoint", ckpt_, "--ledger", ledger_}), 1);
+  EXPECT_NE(err_.str().find("ledger: "), std::string::npos) << err_.str();
+  EXPECT_TRUE(FileExists(ckpt_)) << "the checkpoint holds the pending usage";
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_EQ(Total().allocated_gpu_time, 0);
+  ASSERT_EQ(Recommend({"--trace", trace, "--checkpoint", ckpt_, "--ledger", ledger_}), 0)
+      << err_.str();
+  EXPECT_NE(err_.str().find("0 accepted, 31680 already ingested"), std::string::npos) << err_.str();
+  EXPECT_EQ(Total().allocated_gpu_time, DistinctMilliGpuSeconds({Demo(2)}));
+  ASSERT_EQ(Recommend({"--trace", trace, "--checkpoint", ckpt_, "--ledger", ledger_}), 0);
+  EXPECT_EQ(Total().allocated_gpu_time, DistinctMilliGpuSeconds({Demo(2)}));
 }
 
 TEST_F(ExactlyOnceTest, Finding1OverlappingWindowsWithoutACheckpointChargeTheUnion) {
