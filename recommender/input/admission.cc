@@ -3,7 +3,6 @@
 
 #include "core/api/recommendation_contract.h"
 #include "core/base/names.h"
-#include "recommender/model/fleet_store.h"
 
 namespace gpuvpa::recommender {
 
@@ -31,13 +30,6 @@ Result<AdmittedWorkload> AdmitWorkload(const WorkloadFields& f, const GpuModel& 
   if (!f.pod.empty())
     if (Status s = ValidateObjectName("pod", f.pod); !s.ok()) return refuse("pod", s);
   return out;
-}
-
-SampleTime CheckSampleTime(double time_s, double latest_allowed_s) {
-  // Written so that NaN fails every comparison.
-  if (!(time_s >= kMinSampleTimeS)) return SampleTime::kBefore2000;
-  if (!(time_s <= latest_allowed_s) || time_s >= kMaxSampleTimeS) return SampleTime::kInTheFuture;
-  return SampleTime::kOk;
 }
 
 }  // namespace gpuvpa::recommender

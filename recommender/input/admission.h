@@ -12,6 +12,7 @@
 #include "core/gpu/gpu_allocation.h"
 #include "core/gpu/gpu_catalog.h"
 #include "proto/gpuvpa.pb.h"
+#include "recommender/model/fleet_store.h"
 
 namespace gpuvpa::recommender {
 
@@ -35,8 +36,13 @@ Result<AdmittedWorkload> AdmitWorkload(const WorkloadFields& fields, const GpuMo
                                        std::string* refused_field = nullptr);
 
 enum class SampleTime { kOk, kBefore2000, kInTheFuture };
-// kInTheFuture: after latest_allowed_s (now + skew) or not before 2100.
-SampleTime CheckSampleTime(double time_s, double latest_allowed_s);
+// kInTheFuture: after latest_allowed_s (now + skew) or not before 2100. Inline: once per sample.
+inline SampleTime CheckSampleTime(double time_s, double latest_allowed_s) {
+  // Written so that NaN fails every comparison.
+  if (!(time_s >= kMinSampleTimeS)) return SampleTime::kBefore2000;
+  if (!(time_s <= latest_allowed_s) || time_s >= kMaxSampleTimeS) return SampleTime::kInTheFuture;
+  return SampleTime::kOk;
+}
 
 // True when the allocation can hold the sample's VRAM.
 inline bool FitsAllocation(double vram_bytes, const AllocationUnit& unit) {

@@ -284,7 +284,9 @@ void TraceReplayer::ReplayRow(Pass& pass) {
   sample.time_s = time;
   int device = -1;
   if (!ParseValues(pass, sample, device)) return;
-  const std::optional<uint32_t> row = ResolveRow(pass, known);
+  // A known series is the common case: no call for it.
+  const std::optional<uint32_t> row =
+      known != UINT32_MAX ? std::optional<uint32_t>(series_[known].row) : ResolveRow(pass);
   if (!row) return;
   const WorkloadState& st = store_.state(*row);
   if (!FitsAllocation(sample.vram_bytes, st.unit)) {
@@ -295,11 +297,20 @@ void TraceReplayer::ReplayRow(Pass& pass) {
   }
   ++pass.vram_rows;
   pass.vram_largest = std::max(pass.vram_largest, sample.vram_bytes);
-  const uint32_t series = ResolveSeries(pass, known, *row, device);
+  uint32_t series;
+  if (known != UINT32_MAX) {
+    previous_series_ = known;
+    series = series_[known].series;
+  } else {
+    series = TrackSeries(pass, *row, device);
+  }
   Enqueue(pass, {*row, series, pass.line_no, sample});
 }
 
-bool TraceReplayer::ParseValues(Pass& pass, GpuSample& sample, int& device) {
+// Inlined into ReplayRow, as is Enqueue: split for reading, not for calls (the replay is the
+// recommender's hot path; bench/recommender_bench.cc BM_TraceReplay*).
+[[gnu::always_inline]] inline bool TraceReplayer::ParseValues(Pass& pass, GpuSample& sample,
+                                                              int& device) {
   double vram = 0;
   if (!ParseFiniteDouble(pass.field(kVramBytes), vram) || vram < 0) {
     pass.reject_value(kVramBytes, "is not a non-negative number");
@@ -336,8 +347,7 @@ bool TraceReplayer::ParseValues(Pass& pass, GpuSample& sample, int& device) {
   return true;
 }
 
-std::optional<uint32_t> TraceReplayer::ResolveRow(Pass& pass, uint32_t known) {
-  if (known != UINT32_MAX) return series_[known].row;
+std::optional<uint32_t> TraceReplayer::ResolveRow(Pass& pass) {
   const std::string_view cost_center = pass.field(kCostCenter);
   AssignWorkloadKey(key_buffer_, pass.field(kNamespace), pass.field(kWorkloadKind),
                     pass.field(kWorkloadName), pass.field(kContainer));
@@ -386,11 +396,7 @@ std::optional<uint32_t> TraceReplayer::ResolveRow(Pass& pass, uint32_t known) {
   return row;
 }
 
-uint32_t TraceReplayer::ResolveSeries(Pass& pass, uint32_t known, uint32_t row, int device) {
-  if (known != UINT32_MAX) {
-    previous_series_ = known;
-    return series_[known].series;
-  }
+uint32_t TraceReplayer::TrackSeries(Pass& pass, uint32_t row, int device) {
   const uint32_t series = store_.TrackDevice(row, pass.field(kPod), device);
   if (row_track_generation_.size() <= row) row_track_generation_.resize(row + 1);
   SeriesKey();
@@ -408,7 +414,7 @@ uint32_t TraceReplayer::ResolveSeries(Pass& pass, uint32_t known, uint32_t row, 
   return series;
 }
 
-void TraceReplayer::Enqueue(Pass& pass, const PendingSample& sample) {
+[[gnu::always_inline]] inline void TraceReplayer::Enqueue(Pass& pass, const PendingSample& sample) {
   pending_.push_back(sample);
   // A sample that moves the decay reference goes in alone, after everything before it, as in a
   // sample-by-sample replay: every pending sample shares the store's current reference.

@@ -101,8 +101,10 @@ class TraceReplayer {
   Status ReadHeader(std::string_view csv, size_t& pos, Pass& pass);
   void ReplayRow(Pass& pass);
   bool ParseValues(Pass& pass, GpuSample& sample, int& device);
-  std::optional<uint32_t> ResolveRow(Pass& pass, uint32_t known_series);
-  uint32_t ResolveSeries(Pass& pass, uint32_t known_series, uint32_t row, int device);
+  // A row whose series is not known yet: its workload (checked and tracked when its raw
+  // identity changed) and its device series.
+  std::optional<uint32_t> ResolveRow(Pass& pass);
+  uint32_t TrackSeries(Pass& pass, uint32_t row, int device);
   void Enqueue(Pass& pass, const PendingSample& sample);
   Result<TraceReplayReport> Finish(Pass& pass);
 

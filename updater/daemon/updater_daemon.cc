@@ -32,16 +32,6 @@ namespace {
 // How long the recommender's List may take.
 constexpr std::chrono::seconds kRecommenderTimeout{10};
 
-// The action with the change withheld, saying why.
-void Withhold(PlannedAction& a, const std::string& why) {
-  a.kind = PlanKind::kNoChange;
-  a.reason = why;
-  a.auto_apply = false;
-  a.to_allocation = a.from_allocation;
-  a.to_model = a.from_model;
-  a.monthly_after = a.monthly_before;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<UpdaterDaemon>> UpdaterDaemon::Create(UpdaterDaemonOptions options,
@@ -184,222 +174,219 @@ Result<CycleSummary> UpdaterDaemon::RunCycle(double now_s, int watch_s) {
   }
 }
 
-Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
+// What one cycle works with and what it found.
+struct UpdaterDaemon::CycleRun {
+  double now_s = 0;
   CycleSummary summary;
+  // The recommendations by PolicyWorkloadKey (namespace/Kind/name).
+  std::map<std::string, std::vector<const v1::Recommendation*>> by_workload;
+  std::map<std::string, Labels> namespace_labels;
+  std::vector<PlannedAction> actions;
+  std::set<std::string> covered;  // workloads a GpuVerticalPodAutoscaler names
+
+  void Failed(const std::string& message) {
+    ++summary.failed;
+    summary.messages.push_back(message);
+  }
+};
+
+ChangeContext UpdaterDaemon::Changes() {
+  return {*client_,   ledger_.get(),           policy_,
+          limiter_,   options_.lease.identity, options_.limits.max_conflict_retries,
+          change_key_};
+}
+
+void UpdaterDaemon::SetReady(bool ready, const std::string& why) {
+  std::lock_guard<std::mutex> lock(probe_mu_);
+  ready_ = ready;
+  not_ready_reason_ = why;
+}
+
+Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
   cycles_->Increment();
-  auto set_ready = [&](bool ready, const std::string& why) {
-    std::lock_guard<std::mutex> lock(probe_mu_);
-    ready_ = ready;
-    not_ready_reason_ = why;
-  };
   auto not_ready = [&](const Status& s) {
-    set_ready(false, s.message());
+    SetReady(false, s.message());
     failures_->Increment();
     return s;
   };
   Result<bool> leading = Renew(now_s);
   if (!leading.ok()) return not_ready(leading.status());
-  summary.leading = *leading;
+  CycleRun run;
+  run.summary.leading = *leading;
   if (!*leading) {
-    set_ready(true, "");  // a standby is ready: it takes over when the leader goes
-    return summary;
+    SetReady(true, "");  // a standby is ready: it takes over when the leader goes
+    return run.summary;
   }
   Result<size_t> synced = gvpas_.Sync(watch_s);
   if (!synced.ok()) return not_ready(synced.status());
   // The watch window may have taken a while: act at the time it ended.
-  if (watch_s > 0) now_s = UnixNowSeconds();
-  if (!Leading(now_s)) return summary;
+  run.now_s = watch_s > 0 ? UnixNowSeconds() : now_s;
+  if (!Leading(run.now_s)) return run.summary;
   Result<std::vector<v1::Recommendation>> recs = LoadRecommendations();
   if (!recs.ok()) return not_ready(recs.status());
-
-  std::map<std::string, std::vector<const v1::Recommendation*>> by_workload;
   for (const v1::Recommendation& r : *recs) {
     const v1::WorkloadIdentity& id = r.identity();
-    by_workload[PolicyWorkloadKey(id.namespace_name(), id.owner_kind(), id.owner_name())].push_back(
-        &r);
+    run.by_workload[PolicyWorkloadKey(id.namespace_name(), id.owner_kind(), id.owner_name())]
+        .push_back(&r);
   }
-  ChangeContext ctx{*client_,   ledger_.get(),           policy_,
-                    limiter_,   options_.lease.identity, options_.limits.max_conflict_retries,
-                    change_key_};
-  std::map<std::string, Labels> namespace_labels;
-  std::vector<PlannedAction> all_actions;
-  std::set<std::string> covered;
-
-  // Plans, rolls back and applies one workload's containers; returns the actions.
-  auto handle_workload = [&](const std::string& ns, const std::string& kind,
-                             const std::string& name, UpdateMode mode, const Gvpa* gvpa,
-                             GvpaStatusInput* status) -> Status {
-    Result<Labels> labels = NamespaceLabels(ns, namespace_labels);
-    if (!labels.ok()) return labels.status();
-    UpdaterPolicy policy = policy_;
-    policy.namespace_modes[ns] = mode;
-    policy.namespace_labels[ns] = *labels;
-    const auto it = by_workload.find(PolicyWorkloadKey(ns, kind, name));
-    const std::vector<const v1::Recommendation*> recs_of =
-        it == by_workload.end() ? std::vector<const v1::Recommendation*>{} : it->second;
-    std::optional<GvpaRollback> rollback = gvpa ? gvpa->rollback : std::nullopt;
-    // A change that went wrong is undone before anything new is planned.
-    auto current_of = [&](const std::string& container) -> const v1::Recommendation* {
-      for (const v1::Recommendation* r : recs_of)
-        if (r->identity().container() == container) return r;
-      return nullptr;
-    };
-    // The mode this workload is under (a production namespace is never Auto); the guard is
-    // taken again at the write itself.
-    const PolicyDecision decided = DecidePolicy(policy, ns, kind, name);
-    Result<RollbackOutcome> rb = CheckRollback(ctx, decided.mode, ns, kind, name, current_of,
-                                               options_.rollback_window_s, now_s);
-    if (!rb.ok()) {
-      ++summary.failed;
-      summary.messages.push_back(ns + "/" + name + ": rollback check: " + rb.status().message());
-    } else if (!rb->withheld.empty()) {
-      summary.messages.push_back(ns + "/" + name + ": rollback due (" + rb->reason +
-                                 ") but withheld: " + rb->withheld + " (" + decided.reason + ")");
-    } else if (rb->rolled_back) {
-      ++summary.rolled_back;
-      summary.messages.push_back(ns + "/" + name + ": rolled back: " + rb->reason);
-      GvpaRollback r;
-      r.time = FormatTimestamp(now_s);
-      r.reason = rb->reason;
-      r.vram_floor_bytes = rb->vram_floor_bytes;
-      const v1::Recommendation* evidence = current_of(rb->change.container);
-      r.evidence = evidence ? EvidenceMark(*evidence) : "0:0";
-      rollback = r;
-    }
-    if (status != nullptr) status->rollback = rollback;
-    for (const v1::Recommendation* r : recs_of) {
-      const GvpaContainerPolicy* cp = gvpa ? gvpa->PolicyFor(r->identity().container()) : nullptr;
-      UpdaterPolicy container_policy = policy;
-      if (cp != nullptr && !cp->allowed_gpu_models.empty())
-        container_policy.allowed_gpu_models = cp->allowed_gpu_models;
-      const Planner planner(GpuCatalog::BuiltIn(), config_.prices, config_.region,
-                            std::move(container_policy));
-      PlannedAction a = planner.Plan(Constrain(*r, cp, rollback));
-      ++summary.planned;
-      if (cp != nullptr && cp->opted_out && a.changes()) Withhold(a, "container policy mode Off");
-      if (cp != nullptr && a.kind == PlanKind::kMigProfile && !cp->allowed_mig_profiles.empty()) {
-        Result<GpuAllocation> to = ParseGpuAllocation(a.to_allocation);
-        if (to.ok() && std::find(cp->allowed_mig_profiles.begin(), cp->allowed_mig_profiles.end(),
-                                 to->mig_profile) == cp->allowed_mig_profiles.end())
-          Withhold(a, "MIG profile " + to->mig_profile + " is not in allowedMigProfiles");
-      }
-      if (rollback && a.changes() && !HasNewEvidence(*r, *rollback, options_.rollback_hold_s))
-        Withhold(a, "rolled back at " + rollback->time + "; waiting for new evidence");
-      // A change is made only while the lease is held (the renewal runs on its own thread).
-      if (a.auto_apply && !Leading(std::max(now_s, UnixNowSeconds()))) {
-        ++summary.failed;
-        summary.messages.push_back(ns + "/" + name + ": not applied: the lease was lost");
-      } else if (a.auto_apply) {
-        Result<ChangeOutcome> outcome = ApplyChange(ctx, a, now_s);
-        if (!outcome.ok()) {
-          ++summary.failed;
-          summary.messages.push_back(ns + "/" + name +
-                                     ": apply failed: " + outcome.status().message());
-        } else {
-          summary.messages.push_back(ns + "/" + name + ": " + outcome->message);
-          if (outcome->applied) {
-            ++summary.applied;
-            if (status != nullptr) {
-              status->applied = a.to_allocation;
-              status->last_applied = {{"time", FormatTimestamp(now_s)},
-                                      {"container", r->identity().container()},
-                                      {"from", a.from_allocation},
-                                      {"to", a.to_allocation},
-                                      {"evidence", EvidenceMark(*r)}};
-              status->rollback.reset();
-            }
-          }
-        }
-      }
-      if (status != nullptr) status->actions.push_back(a);
-      all_actions.push_back(std::move(a));
-    }
-    return OkStatus();
-  };
-
-  // An API answer of an unexpected shape for one object ends that object's handling, not the
-  // cycle: the other workloads are still handled.
-  auto handle = [&](const std::string& ns, const std::string& kind, const std::string& name,
-                    UpdateMode mode, const Gvpa* gvpa, GvpaStatusInput* status) -> Status {
-    try {
-      return handle_workload(ns, kind, name, mode, gvpa, status);
-    } catch (const nlohmann::json::exception& e) {
-      return InternalError(kind + " " + ns + "/" + name +
-                           ": an API object of an unexpected shape: " + e.what());
-    }
-  };
-
+  // Workloads a GpuVerticalPodAutoscaler names, then the rest under the policy file's
+  // namespace default.
   std::vector<std::string> keys;
   for (const auto& [key, object] : gvpas_.objects()) keys.push_back(key);
-  for (const std::string& key : keys) {
-    const json& object = gvpas_.objects().at(key);
-    Result<Gvpa> gvpa = ParseGvpa(object);
-    if (!gvpa.ok()) {
-      ++summary.failed;
-      summary.messages.push_back(gvpa.status().message());
-      continue;
-    }
-    ++summary.gvpas;
-    covered.insert(PolicyWorkloadKey(gvpa->ns, gvpa->target_kind, gvpa->target_name));
-    GvpaStatusInput status;
-    status.now = FormatTimestamp(now_s);
-    const json old_status = object.value("status", json::object());
-    status.last_applied = old_status.value("lastApplied", json());
-    status.applied = old_status.value("summary", json::object()).value("applied", "");
-    if (status.applied == "-") status.applied.clear();
-    if (Status s =
-            handle(gvpa->ns, gvpa->target_kind, gvpa->target_name, gvpa->mode, &*gvpa, &status);
-        !s.ok()) {
-      ++summary.failed;
-      summary.messages.push_back(key + ": " + s.message());
-      continue;
-    }
-    if (status.rollback) {
-      status.applied.clear();
-      status.last_applied = nullptr;
-    }
-    KubeWriteOptions write_status;
-    write_status.subresource = "status";
-    write_status.field_manager = "gpuvpa-updater";
-    json new_status = BuildGvpaStatus(*gvpa, status);
-    // A merge patch replaces lists whole; fields no longer set are removed.
-    for (const char* key_name : {"lastApplied", "rollback"})
-      if (!new_status.contains(key_name) && old_status.contains(key_name))
-        new_status[key_name] = nullptr;
-    Result<json> written = client_->MergePatch(kube::kGpuVerticalPodAutoscalers, gvpa->ns,
-                                               gvpa->name, {{"status", new_status}}, write_status);
-    if (!written.ok()) {
-      ++summary.failed;
-      summary.messages.push_back(key + ": status: " + written.status().message());
-    }
-  }
-  // Workloads without a GpuVerticalPodAutoscaler: the policy file's namespace default.
-  for (const auto& [key, recs_of] : by_workload) {
-    if (covered.contains(key) || recs_of.empty()) continue;
+  for (const std::string& key : keys) HandleGvpa(run, key);
+  for (const auto& [key, recs_of] : run.by_workload) {
+    if (run.covered.contains(key) || recs_of.empty()) continue;
     const v1::WorkloadIdentity& id = recs_of.front()->identity();
     const PolicyDecision d =
         DecidePolicy(policy_, id.namespace_name(), id.owner_kind(), id.owner_name());
     if (d.mode == UpdateMode::kOff) continue;
-    if (Status s =
-            handle(id.namespace_name(), id.owner_kind(), id.owner_name(), d.mode, nullptr, nullptr);
-        !s.ok()) {
-      ++summary.failed;
-      summary.messages.push_back(key + ": " + s.message());
-    }
+    if (Status s = HandleWorkload(run, id.namespace_name(), id.owner_kind(), id.owner_name(),
+                                  d.mode, nullptr, nullptr);
+        !s.ok())
+      run.Failed(key + ": " + s.message());
   }
-  AccrueProposedSavings(all_actions, now_s);
+  FinishCycle(run);
+  return run.summary;
+}
+
+void UpdaterDaemon::HandleGvpa(CycleRun& run, const std::string& key) {
+  const json& object = gvpas_.objects().at(key);
+  Result<Gvpa> gvpa = ParseGvpa(object);
+  if (!gvpa.ok()) return run.Failed(gvpa.status().message());
+  ++run.summary.gvpas;
+  run.covered.insert(PolicyWorkloadKey(gvpa->ns, gvpa->target_kind, gvpa->target_name));
+  GvpaStatusInput status;
+  status.now = FormatTimestamp(run.now_s);
+  const json old_status = object.value("status", json::object());
+  status.last_applied = old_status.value("lastApplied", json());
+  status.applied = old_status.value("summary", json::object()).value("applied", "");
+  if (status.applied == "-") status.applied.clear();
+  if (Status s = HandleWorkload(run, gvpa->ns, gvpa->target_kind, gvpa->target_name, gvpa->mode,
+                                &*gvpa, &status);
+      !s.ok())
+    return run.Failed(key + ": " + s.message());
+  if (status.rollback) {
+    status.applied.clear();
+    status.last_applied = nullptr;
+  }
+  KubeWriteOptions write_status;
+  write_status.subresource = "status";
+  write_status.field_manager = "gpuvpa-updater";
+  json new_status = BuildGvpaStatus(*gvpa, status);
+  // A merge patch replaces lists whole; fields no longer set are removed.
+  for (const char* key_name : {"lastApplied", "rollback"})
+    if (!new_status.contains(key_name) && old_status.contains(key_name))
+      new_status[key_name] = nullptr;
+  Result<json> written = client_->MergePatch(kube::kGpuVerticalPodAutoscalers, gvpa->ns, gvpa->name,
+                                             {{"status", new_status}}, write_status);
+  if (!written.ok()) run.Failed(key + ": status: " + written.status().message());
+}
+
+Status UpdaterDaemon::HandleWorkload(CycleRun& run, const std::string& ns, const std::string& kind,
+                                     const std::string& name, UpdateMode mode, const Gvpa* gvpa,
+                                     GvpaStatusInput* status) {
+  // An API answer of an unexpected shape for one object ends that object's handling, not the
+  // cycle: the other workloads are still handled.
+  try {
+    Result<Labels> labels = NamespaceLabels(ns, run.namespace_labels);
+    if (!labels.ok()) return labels.status();
+    UpdaterPolicy policy = policy_;
+    policy.namespace_modes[ns] = mode;
+    policy.namespace_labels[ns] = *labels;
+    const auto it = run.by_workload.find(PolicyWorkloadKey(ns, kind, name));
+    const std::vector<const v1::Recommendation*> recs_of =
+        it == run.by_workload.end() ? std::vector<const v1::Recommendation*>{} : it->second;
+    // A change that went wrong is undone before anything new is planned.
+    ContainerDecision decision;
+    decision.rollback = gvpa ? gvpa->rollback : std::nullopt;
+    decision.rollback_hold_s = options_.rollback_hold_s;
+    RollBackIfDue(run, policy, ns, kind, name, recs_of, decision.rollback);
+    if (status != nullptr) status->rollback = decision.rollback;
+    for (const v1::Recommendation* r : recs_of) {
+      decision.container_policy = gvpa ? gvpa->PolicyFor(r->identity().container()) : nullptr;
+      PlannedAction a = DecideContainer(GpuCatalog::BuiltIn(), config_.prices, config_.region,
+                                        policy, *r, decision);
+      ++run.summary.planned;
+      if (a.auto_apply) ApplyPlanned(run, a, *r, ns + "/" + name, status);
+      if (status != nullptr) status->actions.push_back(a);
+      run.actions.push_back(std::move(a));
+    }
+    return OkStatus();
+  } catch (const nlohmann::json::exception& e) {
+    return InternalError(kind + " " + ns + "/" + name +
+                         ": an API object of an unexpected shape: " + e.what());
+  }
+}
+
+void UpdaterDaemon::RollBackIfDue(CycleRun& run, const UpdaterPolicy& policy, const std::string& ns,
+                                  const std::string& kind, const std::string& name,
+                                  const std::vector<const v1::Recommendation*>& recs_of,
+                                  std::optional<GvpaRollback>& rollback) {
+  auto current_of = [&](const std::string& container) -> const v1::Recommendation* {
+    for (const v1::Recommendation* r : recs_of)
+      if (r->identity().container() == container) return r;
+    return nullptr;
+  };
+  // The mode this workload is under (a production namespace is never Auto); the guard is
+  // taken again at the write itself.
+  const PolicyDecision decided = DecidePolicy(policy, ns, kind, name);
+  ChangeContext ctx = Changes();
+  Result<RollbackOutcome> rb = CheckRollback(ctx, decided.mode, ns, kind, name, current_of,
+                                             options_.rollback_window_s, run.now_s);
+  const std::string who = ns + "/" + name;
+  if (!rb.ok()) return run.Failed(who + ": rollback check: " + rb.status().message());
+  if (!rb->withheld.empty()) {
+    run.summary.messages.push_back(who + ": rollback due (" + rb->reason +
+                                   ") but withheld: " + rb->withheld + " (" + decided.reason + ")");
+    return;
+  }
+  if (!rb->rolled_back) return;
+  ++run.summary.rolled_back;
+  run.summary.messages.push_back(who + ": rolled back: " + rb->reason);
+  GvpaRollback r;
+  r.time = FormatTimestamp(run.now_s);
+  r.reason = rb->reason;
+  r.vram_floor_bytes = rb->vram_floor_bytes;
+  const v1::Recommendation* evidence = current_of(rb->change.container);
+  r.evidence = evidence ? EvidenceMark(*evidence) : "0:0";
+  rollback = r;
+}
+
+void UpdaterDaemon::ApplyPlanned(CycleRun& run, const PlannedAction& a, const v1::Recommendation& r,
+                                 const std::string& who, GvpaStatusInput* status) {
+  // A change is made only while the lease is held (the renewal runs on its own thread).
+  if (!Leading(std::max(run.now_s, UnixNowSeconds())))
+    return run.Failed(who + ": not applied: the lease was lost");
+  ChangeContext ctx = Changes();
+  Result<ChangeOutcome> outcome = ApplyChange(ctx, a, run.now_s);
+  if (!outcome.ok()) return run.Failed(who + ": apply failed: " + outcome.status().message());
+  run.summary.messages.push_back(who + ": " + outcome->message);
+  if (!outcome->applied) return;
+  ++run.summary.applied;
+  if (status == nullptr) return;
+  status->applied = a.to_allocation;
+  status->last_applied = {{"time", FormatTimestamp(run.now_s)},
+                          {"container", r.identity().container()},
+                          {"from", a.from_allocation},
+                          {"to", a.to_allocation},
+                          {"evidence", EvidenceMark(r)}};
+  status->rollback.reset();
+}
+
+void UpdaterDaemon::FinishCycle(CycleRun& run) {
+  AccrueProposedSavings(run.actions, run.now_s);
   if (ledger_) {
     // One proposal row per workload-container and hour while the evidence holds.
-    const int64_t hour = static_cast<int64_t>(std::floor(now_s / 3600)) * 3600;
-    Result<size_t> added = ledger_->Append(ProposalRows(all_actions, hour));
-    if (!added.ok()) summary.messages.push_back("ledger: " + added.status().message());
+    const int64_t hour = static_cast<int64_t>(std::floor(run.now_s / 3600)) * 3600;
+    Result<size_t> added = ledger_->Append(ProposalRows(run.actions, hour));
+    if (!added.ok()) run.summary.messages.push_back("ledger: " + added.status().message());
   }
-  if (!options_.report_dir.empty() && now_s - last_report_s_ >= options_.report_interval_s) {
+  if (!options_.report_dir.empty() && run.now_s - last_report_s_ >= options_.report_interval_s) {
     ReportInput input;
-    input.actions = all_actions;
+    input.actions = run.actions;
     input.charts = ChartsOf(input.actions);
-    input.generated_at_s = static_cast<int64_t>(now_s);
-    input.as_of_s = static_cast<int64_t>(now_s);
+    input.generated_at_s = static_cast<int64_t>(run.now_s);
+    input.as_of_s = static_cast<int64_t>(run.now_s);
     input.source = options_.recommendations_file.empty()
                        ? "recommender " + options_.recommender.address
                        : "recommendations " + options_.recommendations_file;
@@ -407,16 +394,15 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
     Result<size_t> written =
         WriteReportSite(input, options_.report_dir, *ParseFormats(options_.report_formats));
     if (written.ok())
-      last_report_s_ = now_s;
+      last_report_s_ = run.now_s;
     else
-      summary.messages.push_back("reports: " + written.status().message());
+      run.summary.messages.push_back("reports: " + written.status().message());
   }
-  set_ready(true, "");
-  applied_->Increment(static_cast<double>(summary.applied));
-  rollbacks_->Increment(static_cast<double>(summary.rolled_back));
-  failures_->Increment(static_cast<double>(summary.failed));
-  last_cycle_->Set(now_s);
-  return summary;
+  SetReady(true, "");
+  applied_->Increment(static_cast<double>(run.summary.applied));
+  rollbacks_->Increment(static_cast<double>(run.summary.rolled_back));
+  failures_->Increment(static_cast<double>(run.summary.failed));
+  last_cycle_->Set(run.now_s);
 }
 
 Result<bool> UpdaterDaemon::Renew(double now_s) {

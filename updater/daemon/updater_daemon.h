@@ -33,6 +33,7 @@
 #include "core/net/grpc_client.h"
 #include "core/net/http_server.h"
 #include "core/net/metrics_page.h"
+#include "updater/kube/gvpa.h"
 #include "updater/kube/leader_election.h"
 #include "updater/kube/workload_change.h"
 #include "updater/plan/planner.h"
@@ -97,6 +98,22 @@ class UpdaterDaemon {
   bool Leading(double now_s);
   // gpuvpa_cost_usd_total{kind="proposed_savings"} for the time since the last cycle.
   void AccrueProposedSavings(const std::vector<PlannedAction>& actions, double now_s);
+  // The steps of Cycle.
+  struct CycleRun;
+  ChangeContext Changes();
+  void SetReady(bool ready, const std::string& why);
+  void HandleGvpa(CycleRun& run, const std::string& key);
+  // Rolls back, plans and applies one workload's containers (status: its GVPA's, or null).
+  Status HandleWorkload(CycleRun& run, const std::string& ns, const std::string& kind,
+                        const std::string& name, UpdateMode mode, const Gvpa* gvpa,
+                        GvpaStatusInput* status);
+  void RollBackIfDue(CycleRun& run, const UpdaterPolicy& policy, const std::string& ns,
+                     const std::string& kind, const std::string& name,
+                     const std::vector<const v1::Recommendation*>& recs_of,
+                     std::optional<GvpaRollback>& rollback);
+  void ApplyPlanned(CycleRun& run, const PlannedAction& action, const v1::Recommendation& r,
+                    const std::string& who, GvpaStatusInput* status);
+  void FinishCycle(CycleRun& run);
   Result<std::vector<v1::Recommendation>> LoadRecommendations();
   Result<Labels> NamespaceLabels(const std::string& ns, std::map<std::string, Labels>& cache);
 

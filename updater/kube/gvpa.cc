@@ -174,39 +174,6 @@ static Result<Gvpa> ParseGvpaOrThrow(const json& o) {
   return g;
 }
 
-v1::Recommendation Constrain(const v1::Recommendation& r, const GvpaContainerPolicy* policy,
-                             const std::optional<GvpaRollback>& rollback) {
-  v1::Recommendation out = r;
-  if (!out.has_target()) return out;
-  double target = out.vram_target_bytes();
-  if (policy != nullptr && policy->min_vram_bytes)
-    target = std::max(target, *policy->min_vram_bytes);
-  if (policy != nullptr && policy->max_vram_bytes)
-    target = std::min(target, *policy->max_vram_bytes);
-  if (rollback) target = std::max(target, rollback->vram_floor_bytes);
-  out.set_vram_target_bytes(target);
-  out.set_vram_upper_bytes(std::max(out.vram_upper_bytes(), target));
-  return out;
-}
-
-std::string EvidenceMark(const v1::Recommendation& r) {
-  return Fixed(r.history_s(), 0) + ":" + std::to_string(r.cuda_oom_count());
-}
-
-bool HasNewEvidence(const v1::Recommendation& r, const GvpaRollback& rollback, double hold_s) {
-  const size_t colon = rollback.evidence.find(':');
-  if (colon == std::string::npos) return true;
-  double history_s = 0;
-  unsigned long ooms = 0;
-  try {
-    history_s = std::stod(rollback.evidence.substr(0, colon));
-    ooms = std::stoul(rollback.evidence.substr(colon + 1));
-  } catch (const std::exception&) {
-    return true;
-  }
-  return r.cuda_oom_count() > ooms || r.history_s() >= history_s + hold_s;
-}
-
 json BuildGvpaStatus(const Gvpa& gvpa, const GvpaStatusInput& in) {
   json containers = json::array();
   MicroUsd savings = 0;

@@ -9,27 +9,10 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "updater/plan/container_decision.h"
 #include "updater/plan/planner.h"
 
 namespace gpuvpa::updater {
-
-struct GvpaContainerPolicy {
-  std::string container;   // "*" for every container
-  bool opted_out = false;  // mode: Off
-  std::optional<double> min_vram_bytes;
-  std::optional<double> max_vram_bytes;
-  std::vector<std::string> allowed_mig_profiles;  // empty: any
-  std::vector<std::string> allowed_gpu_models;    // empty: the policy's
-};
-
-// What a rollback left on the resource: the floor the VRAM target may not go below, and the
-// evidence seen when it happened (no new change until there is more).
-struct GvpaRollback {
-  std::string time;
-  std::string reason;
-  double vram_floor_bytes = 0;
-  std::string evidence;  // "history_s:oom_count" at the rollback
-};
 
 struct Gvpa {
   std::string ns;
@@ -53,17 +36,6 @@ Result<Gvpa> ParseGvpa(const nlohmann::json& object);
 Result<double> ParseQuantityBytes(const nlohmann::json& value);
 // Bytes as a binary quantity, rounded up to MiB ("12Gi", "1536Mi").
 std::string FormatQuantityBytes(double bytes);
-
-// Applies a container policy to a recommendation before planning: the VRAM target clamped to
-// [minVram, maxVram] and raised to a rollback's floor.
-v1::Recommendation Constrain(const v1::Recommendation& r, const GvpaContainerPolicy* policy,
-                             const std::optional<GvpaRollback>& rollback);
-
-// Evidence identity used to hold a rolled-back workload until there is more.
-std::string EvidenceMark(const v1::Recommendation& r);
-// True when `r` carries evidence the rollback had not seen: a CUDA OOM recorded since, or at
-// least `hold_s` more history.
-bool HasNewEvidence(const v1::Recommendation& r, const GvpaRollback& rollback, double hold_s);
 
 struct GvpaStatusInput {
   std::vector<PlannedAction> actions;  // one per container with a recommendation

@@ -151,6 +151,86 @@ bool Planner::QualifiesForScaleToZero(const v1::Recommendation& r) const {
          r.longest_idle_gap_s() >= s.min_idle_gap_s;
 }
 
+std::vector<Planner::Candidate> Planner::CandidatesFor(
+    const PlannedAction& a, const v1::Recommendation& r, const GpuModel& model,
+    const GpuAllocation& from, const AllocationUnit& unit, std::string& why_none) const {
+  std::vector<Candidate> candidates;
+  const bool multi_gpu_pod = from.kind == AllocationKind::kWholeGpu && from.count > 1;
+  if (r.vram_set_by_allocator()) {
+    why_none =
+        "VRAM set by allocator config: residency is the pool the server reserves at start "
+        "(e.g. vLLM --gpu-memory-utilization), not what it needs; lower the pool to free "
+        "memory, no VRAM action is proposed";
+  } else if (multi_gpu_pod) {
+    if (r.busy_devices() < static_cast<uint32_t>(from.count)) {
+      Candidate c;
+      c.kind = PlanKind::kFewerGpus;
+      c.allocation = from;
+      c.allocation.count = std::max<int>(1, static_cast<int>(r.busy_devices()));
+      c.model = model.name;
+      c.capacity_bytes = unit.vram_limit_bytes;
+      candidates.push_back(std::move(c));
+    } else {
+      why_none = "multi-GPU pod keeps all " + std::to_string(from.count) +
+                 " GPUs busy (NCCL across devices: never MIG or a share)";
+    }
+  } else if (from.count > 1) {
+    why_none = "holds " + std::to_string(from.count) + " instances of one kind: not planned";
+  } else {
+    AddMigCandidates(a, model, from, candidates);
+    if (model.mig_profiles.empty()) AddShareCandidates(a, model, unit.device_fraction, candidates);
+    AddModelCandidates(a, model, r.needs_larger_gpu(), candidates);
+    if (r.needs_larger_gpu() && candidates.empty())
+      why_none = "needs a larger GPU: p98 above " + Gib(r.vram_limit_bytes()) +
+                 " and no allowed GPU model or profile fits " + Gib(a.vram_target_bytes);
+  }
+  return candidates;
+}
+
+const Planner::Candidate* Planner::Cheapest(const PlannedAction& a, const v1::Recommendation& r,
+                                            const std::vector<Candidate>& candidates,
+                                            MicroUsd& best_cost) const {
+  // Price every candidate; the cheapest that is cheaper than today (or, when the workload does
+  // not fit today, the cheapest that fits) wins; on equal cost MIG beats a share beats a model.
+  const Candidate* best = nullptr;
+  for (const Candidate& c : candidates) {
+    Result<MicroUsd> cost = MonthlyCost(c.allocation, c.model, a.pods);
+    if (!cost.ok()) continue;
+    if (a.priced && *cost >= a.monthly_before && !r.needs_larger_gpu()) continue;
+    if (best == nullptr || *cost < best_cost || (*cost == best_cost && c.order < best->order)) {
+      best = &c;
+      best_cost = *cost;
+    }
+  }
+  return best;
+}
+
+void Planner::AssessRisk(PlannedAction& a, const v1::Recommendation& r) {
+  a.headroom_ratio =
+      a.to_vram_capacity_bytes > 0
+          ? (a.to_vram_capacity_bytes - a.vram_target_bytes) / a.to_vram_capacity_bytes
+          : 0;
+  if (a.to_vram_capacity_bytes < r.vram_history_peak_bytes()) {
+    a.risk = Risk::kHigh;
+    a.risk_reason = "the largest peak seen (" + Gib(r.vram_history_peak_bytes()) +
+                    ") would not fit " + Gib(a.to_vram_capacity_bytes);
+  } else if (r.cuda_oom_count() > 0) {
+    // It ran out of memory where it is: no smaller home is low risk, whatever the target says.
+    a.risk = Risk::kHigh;
+    a.risk_reason = std::to_string(r.cuda_oom_count()) + " CUDA out-of-memory event" +
+                    (r.cuda_oom_count() == 1 ? "" : "s") +
+                    " in the history: check what ran out before any change";
+  } else if (a.headroom_ratio < kMediumRiskHeadroom) {
+    a.risk = Risk::kMedium;
+    a.risk_reason = "target within " + Pct(kMediumRiskHeadroom) + " of the capacity";
+  } else if (a.kind == PlanKind::kScaleToZero) {
+    a.risk = Risk::kMedium;
+    a.risk_reason = "the first request after an idle period waits for a cold start";
+  } else {
+    a.risk_reason = Pct(a.headroom_ratio) + " of the capacity is left above the target";
+  }
+}
+
 PlannedAction Planner::Plan(const v1::Recommendation& r) const {
   const v1::WorkloadIdentity& id = r.identity();
   PlannedAction a;
@@ -202,52 +282,10 @@ PlannedAction Planner::Plan(const v1::Recommendation& r) const {
     return keep("confidence " + FormatNumber(std::round(r.confidence() * 100) / 100) +
                 " is below the minimum " + FormatNumber(policy_.min_confidence));
 
-  const double from_fraction = unit->device_fraction;
-  std::vector<Candidate> candidates;
   std::string why_none;
-  const bool multi_gpu_pod = from->kind == AllocationKind::kWholeGpu && from->count > 1;
-  if (r.vram_set_by_allocator()) {
-    why_none =
-        "VRAM set by allocator config: residency is the pool the server reserves at start "
-        "(e.g. vLLM --gpu-memory-utilization), not what it needs; lower the pool to free "
-        "memory, no VRAM action is proposed";
-  } else if (multi_gpu_pod) {
-    if (r.busy_devices() < static_cast<uint32_t>(from->count)) {
-      Candidate c;
-      c.kind = PlanKind::kFewerGpus;
-      c.allocation = *from;
-      c.allocation.count = std::max<int>(1, static_cast<int>(r.busy_devices()));
-      c.model = (*model)->name;
-      c.capacity_bytes = unit->vram_limit_bytes;
-      candidates.push_back(std::move(c));
-    } else {
-      why_none = "multi-GPU pod keeps all " + std::to_string(from->count) +
-                 " GPUs busy (NCCL across devices: never MIG or a share)";
-    }
-  } else if (from->count > 1) {
-    why_none = "holds " + std::to_string(from->count) + " instances of one kind: not planned";
-  } else {
-    AddMigCandidates(a, **model, *from, candidates);
-    if ((*model)->mig_profiles.empty()) AddShareCandidates(a, **model, from_fraction, candidates);
-    AddModelCandidates(a, **model, r.needs_larger_gpu(), candidates);
-    if (r.needs_larger_gpu() && candidates.empty())
-      why_none = "needs a larger GPU: p98 above " + Gib(r.vram_limit_bytes()) +
-                 " and no allowed GPU model or profile fits " + Gib(a.vram_target_bytes);
-  }
-
-  // Price every candidate; the cheapest that is cheaper than today (or, when the workload does
-  // not fit today, the cheapest that fits) wins; on equal cost MIG beats a share beats a model.
-  const Candidate* best = nullptr;
+  const std::vector<Candidate> candidates = CandidatesFor(a, r, **model, *from, *unit, why_none);
   MicroUsd best_cost = 0;
-  for (const Candidate& c : candidates) {
-    Result<MicroUsd> cost = MonthlyCost(c.allocation, c.model, a.pods);
-    if (!cost.ok()) continue;
-    if (a.priced && *cost >= a.monthly_before && !r.needs_larger_gpu()) continue;
-    if (best == nullptr || *cost < best_cost || (*cost == best_cost && c.order < best->order)) {
-      best = &c;
-      best_cost = *cost;
-    }
-  }
+  const Candidate* best = Cheapest(a, r, candidates, best_cost);
   if (!a.priced && best == nullptr && !candidates.empty())
     why_none = "no price for " + id.gpu_model() + ": " + before.status().message();
 
@@ -288,29 +326,7 @@ PlannedAction Planner::Plan(const v1::Recommendation& r) const {
                 "change saves less than " +
                 Pct(policy_.min_change_ratio));
 
-  a.headroom_ratio =
-      a.to_vram_capacity_bytes > 0
-          ? (a.to_vram_capacity_bytes - a.vram_target_bytes) / a.to_vram_capacity_bytes
-          : 0;
-  if (a.to_vram_capacity_bytes < r.vram_history_peak_bytes()) {
-    a.risk = Risk::kHigh;
-    a.risk_reason = "the largest peak seen (" + Gib(r.vram_history_peak_bytes()) +
-                    ") would not fit " + Gib(a.to_vram_capacity_bytes);
-  } else if (r.cuda_oom_count() > 0) {
-    // It ran out of memory where it is: no smaller home is low risk, whatever the target says.
-    a.risk = Risk::kHigh;
-    a.risk_reason = std::to_string(r.cuda_oom_count()) + " CUDA out-of-memory event" +
-                    (r.cuda_oom_count() == 1 ? "" : "s") +
-                    " in the history: check what ran out before any change";
-  } else if (a.headroom_ratio < kMediumRiskHeadroom) {
-    a.risk = Risk::kMedium;
-    a.risk_reason = "target within " + Pct(kMediumRiskHeadroom) + " of the capacity";
-  } else if (a.kind == PlanKind::kScaleToZero) {
-    a.risk = Risk::kMedium;
-    a.risk_reason = "the first request after an idle period waits for a cold start";
-  } else {
-    a.risk_reason = Pct(a.headroom_ratio) + " of the capacity is left above the target";
-  }
+  AssessRisk(a, r);
   a.reason = std::string(PlanKindName(a.kind)) + ": " + a.from_allocation + " -> " +
              a.to_allocation + (a.to_model != a.from_model ? " on " + a.to_model : "");
   a.auto_apply = a.mode == UpdateMode::kAuto && !a.production;

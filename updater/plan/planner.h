@@ -105,6 +105,14 @@ class Planner {
   Result<MicroUsd> MonthlyCost(const GpuAllocation& allocation, const std::string& model,
                                double pods) const;
   bool QualifiesForScaleToZero(const v1::Recommendation& r) const;
+  // The steps of Plan: what could replace the allocation (why_none: why nothing), the cheapest
+  // of them worth the change, the risk of the change chosen.
+  std::vector<Candidate> CandidatesFor(const PlannedAction& a, const v1::Recommendation& r,
+                                       const GpuModel& model, const GpuAllocation& from,
+                                       const AllocationUnit& unit, std::string& why_none) const;
+  const Candidate* Cheapest(const PlannedAction& a, const v1::Recommendation& r,
+                            const std::vector<Candidate>& candidates, MicroUsd& best_cost) const;
+  static void AssessRisk(PlannedAction& a, const v1::Recommendation& r);
 
   const GpuCatalog& catalog_;
   const PriceBook& prices_;
