@@ -86,11 +86,10 @@ void PrintDcgmReport(const std::string& path, const DcgmIngestReport& r, std::os
       << " split between pods of a shared GPU (estimates)\n";
 }
 
-}  // namespace
-
-int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
-                        std::ostream& err) {
+// gpuvpa recommend's flags.
+struct RecommendFlags {
   std::string trace_path;
+  std::string trace_format = "auto";
   std::string checkpoint_path;
   std::string format_text = "table";
   std::string ledger_path;
@@ -102,163 +101,181 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
   FleetStoreOptions store_options;
   RecommenderOptions recommender_options;
   TraceReplayOptions replay_options;
-  double min_history_hours = recommender_options.min_history_s / 3600;
+  double min_history_hours = RecommenderOptions{}.min_history_s / 3600;
+};
+
+std::unique_ptr<CLI::App> RecommendApp(RecommendFlags& f) {
   auto app = NewCommandApp(
       "gpuvpa", "recommend",
       "Replay a GPU sample trace into the decaying histograms (restoring and saving a "
       "checkpoint), charge new usage to the ledger, and print one recommendation per "
       "workload-container. Exit 0 on success, 1 on failure, 2 on bad usage.");
-  std::string trace_format = "auto";
-  app->add_option("--trace", trace_path,
+  app->add_option("--trace", f.trace_path,
                   "trace to replay: a CSV (README, Trace format) or exposition text (a DCGM "
                   "exporter / kube-state-metrics scrape, a promtool dump, OpenMetrics)")
       ->required();
-  app->add_option("--trace-format", trace_format,
+  app->add_option("--trace-format", f.trace_format,
                   "auto (by content), csv, or openmetrics (Prometheus / OpenMetrics text)")
       ->check(CLI::IsMember({"auto", "csv", "openmetrics"}));
-  app->add_option("--checkpoint", checkpoint_path, "checkpoint file to restore from and save to");
-  app->add_option("--format", format_text, "table or json")
+  app->add_option("--checkpoint", f.checkpoint_path, "checkpoint file to restore from and save to");
+  app->add_option("--format", f.format_text, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
-  app->add_flag("--wide", wide, "every table column (default: fits 120 columns)");
-  app->add_option("--ledger", ledger_path, "charge usage not yet charged to this ledger");
-  app->add_option("--config", config_path, "gpuvpa config (prices, cost centers)");
-  app->add_option("--min-history-hours", min_history_hours, "history needed before recommending")
+  app->add_flag("--wide", f.wide, "every table column (default: fits 120 columns)");
+  app->add_option("--ledger", f.ledger_path, "charge usage not yet charged to this ledger");
+  app->add_option("--config", f.config_path, "gpuvpa config (prices, cost centers)");
+  app->add_option("--min-history-hours", f.min_history_hours, "history needed before recommending")
       ->check(NonNegativeNumber());
-  app->add_option("--sample-period-seconds", store_options.sample_period_s,
+  app->add_option("--sample-period-seconds", f.store_options.sample_period_s,
                   "device time one trace row stands for")
       ->check(PositiveNumber());
-  app->add_option("--now", now_text,
+  app->add_option("--now", f.now_text,
                   "the current time (Unix seconds or RFC 3339; default: the clock): rows later "
                   "than now + skew are refused");
-  app->add_option("--max-future-skew-seconds", replay_options.max_future_skew_s,
+  app->add_option("--max-future-skew-seconds", f.replay_options.max_future_skew_s,
                   "how far past now a timestamp may be")
       ->check(NonNegativeNumber());
-  app->add_option("--sm-unit", sm_unit, "sm_active column unit: ratio (0..1) or percent (0..100)")
+  app->add_option("--sm-unit", f.sm_unit, "sm_active column unit: ratio (0..1) or percent (0..100)")
       ->check(CLI::IsMember({"ratio", "percent"}));
-  app->add_option("--vram-unit", vram_unit, "vram_bytes column unit: bytes or mib")
+  app->add_option("--vram-unit", f.vram_unit, "vram_bytes column unit: bytes or mib")
       ->check(CLI::IsMember({"bytes", "mib"}));
-  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  return app;
+}
 
-  double now_s = UnixNowSeconds();
-  if (!now_text.empty()) {
-    Result<double> now = ParseTimestamp(now_text);
-    if (!now.ok() || !(*now >= kMinSampleTimeS && *now < kMaxSampleTimeS)) {
-      err << kRecommend << ": --now: "
-          << (now.ok() ? "\"" + now_text + "\" is not between 2000 and 2100"
-                       : now.status().message())
-          << "\n";
-      return kExitUsage;
-    }
-    now_s = *now;
-  }
-  replay_options.now_s = now_s;
-  replay_options.sm_unit = sm_unit == "percent" ? SmUnit::kPercent : SmUnit::kRatio;
-  replay_options.vram_unit = vram_unit == "mib" ? VramUnit::kMebibytes : VramUnit::kBytes;
-  const OutputFormat format = format_text == "json" ? OutputFormat::kJson : OutputFormat::kTable;
-  recommender_options.min_history_s = min_history_hours * 3600;
-  Result<GpuvpaConfig> config = LoadConfigFile(config_path);
-  if (!config.ok()) {
-    err << kRecommend << ": " << config.status().message() << "\n";
-    return kExitFailure;
-  }
-  for (const auto& [flag, path] : {std::pair{std::string("--checkpoint"), checkpoint_path},
-                                   std::pair{std::string("--ledger"), ledger_path}}) {
-    if (path.empty()) continue;
-    if (Status s = CheckWritablePath(flag, path); !s.ok()) {
-      err << kRecommend << ": " << s.message() << "\n";
-      return kExitFailure;
-    }
-  }
-
-  FleetStore store(store_options);
-  if (!checkpoint_path.empty()) {
-    Result<CheckpointLoad> load = LoadCheckpoint(checkpoint_path, store);
+// The checkpoint (when there is one) into `store`, and the ledger (when asked for) with its
+// charge marks: they say which samples are charged already, whatever the checkpoint says.
+Result<std::unique_ptr<Ledger>> RestoreState(const RecommendFlags& f, FleetStore& store,
+                                             std::ostream& err) {
+  if (!f.checkpoint_path.empty()) {
+    Result<CheckpointLoad> load = LoadCheckpoint(f.checkpoint_path, store);
     if (load.ok()) {
       for (const Status& refused : load->refused)
         err << "checkpoint refused: " << refused.message() << "\n";
       err << "checkpoint: restored " << store.size() << " workload-containers from "
           << load->loaded_from << "\n";
     } else if (load.status().code() != StatusCode::kNotFound) {
-      err << "checkpoint: " << load.status().message() << "\n";
-      return kExitFailure;
+      return Status(load.status().code(), "checkpoint: " + load.status().message());
     }
   }
-  std::unique_ptr<Ledger> ledger;
-  if (!ledger_path.empty()) {
-    // The ledger's marks say which samples are charged already, whatever the checkpoint says.
-    Result<std::unique_ptr<Ledger>> opened = Ledger::Open(ledger_path);
-    Result<std::unordered_map<std::string, double>> marks =
-        opened.ok() ? (*opened)->ChargeMarks()
-                    : Result<std::unordered_map<std::string, double>>(opened.status());
-    if (!marks.ok()) {
-      err << "ledger: " << marks.status().message() << "\n";
-      return kExitFailure;
-    }
-    store.SetLedgerChargeMarks(std::move(marks).value());
-    ledger = std::move(opened).value();
-  }
+  if (f.ledger_path.empty()) return std::unique_ptr<Ledger>();
+  Result<std::unique_ptr<Ledger>> opened = Ledger::Open(f.ledger_path);
+  Result<std::unordered_map<std::string, double>> marks =
+      opened.ok() ? (*opened)->ChargeMarks()
+                  : Result<std::unordered_map<std::string, double>>(opened.status());
+  if (!marks.ok()) return Status(marks.status().code(), "ledger: " + marks.status().message());
+  store.SetLedgerChargeMarks(std::move(marks).value());
+  return opened;
+}
 
-  bool exposition = trace_format == "openmetrics";
-  if (trace_format == "auto") {
+// The trace into the store: exposition text through the DCGM ingester, a CSV through the
+// replayer. Errors are printed; false when the run stops.
+bool ReplayTrace(const RecommendFlags& f, const GpuvpaConfig& config, double now_s,
+                 FleetStore& store, std::ostream& err) {
+  const std::string& path = f.trace_path;
+  bool exposition = f.trace_format == "openmetrics";
+  if (f.trace_format == "auto") {
     // The first 64 KiB tell the formats apart; a CSV is then streamed from its mapping.
-    Result<std::string> prefix = ReadFilePrefix(trace_path, 64 << 10);
+    Result<std::string> prefix = ReadFilePrefix(path, 64 << 10);
     if (!prefix.ok()) {
-      err << "trace: " << trace_path << ": " << prefix.status().message() << "\n";
-      return kExitFailure;
+      err << "trace: " << path << ": " << prefix.status().message() << "\n";
+      return false;
     }
     exposition = LooksLikeExpositionText(*prefix);
   }
-  Result<std::string> text("");
-  if (exposition) {
-    text = ReadWholeFile(trace_path);
-    if (!text.ok()) {
-      err << "trace: " << trace_path << ": " << text.status().message() << "\n";
-      return kExitFailure;
-    }
-    // Samples without their own timestamp (a live scrape) are taken at --now.
-    Result<ExpositionParse> parsed = ParseExpositionText(*text, {TimestampUnit::kAuto, now_s});
-    if (!parsed.ok()) {
-      err << "trace: " << trace_path << ": " << parsed.status().message() << "\n";
-      return kExitFailure;
-    }
-    for (const ExpositionIssue& issue : parsed->issues)
-      err << "trace: " << trace_path << ":" << issue.line << ": " << issue.message << "\n";
-    if (parsed->malformed > parsed->issues.size())
-      err << "trace: ... and " << parsed->malformed - parsed->issues.size()
-          << " more malformed lines\n";
-    DcgmIngestOptions dcgm;
-    dcgm.cost_centers = config->cost_centers;
-    dcgm.now_s = now_s;
-    dcgm.max_future_skew_s = replay_options.max_future_skew_s;
-    DcgmIngester ingester(store, GpuCatalog::BuiltIn(), dcgm);
-    PrintDcgmReport(trace_path, ingester.Ingest(parsed->series), err);
-  } else {
-    TraceReplayer replayer(store, GpuCatalog::BuiltIn(), config->cost_centers, replay_options);
-    Result<TraceReplayReport> report = replayer.ReplayFile(trace_path);
+  if (!exposition) {
+    TraceReplayer replayer(store, GpuCatalog::BuiltIn(), config.cost_centers, f.replay_options);
+    Result<TraceReplayReport> report = replayer.ReplayFile(path);
     if (!report.ok()) {
-      err << "trace: " << trace_path << ": " << report.status().message() << "\n";
+      err << "trace: " << path << ": " << report.status().message() << "\n";
+      return false;
+    }
+    PrintTraceIssues(path, *report, err);
+    return true;
+  }
+  Result<std::string> text = ReadWholeFile(path);
+  // Samples without their own timestamp (a live scrape) are taken at --now.
+  Result<ExpositionParse> parsed = text.ok()
+                                       ? ParseExpositionText(*text, {TimestampUnit::kAuto, now_s})
+                                       : Result<ExpositionParse>(text.status());
+  if (!parsed.ok()) {
+    err << "trace: " << path << ": " << parsed.status().message() << "\n";
+    return false;
+  }
+  for (const ExpositionIssue& issue : parsed->issues)
+    err << "trace: " << path << ":" << issue.line << ": " << issue.message << "\n";
+  if (parsed->malformed > parsed->issues.size())
+    err << "trace: ... and " << parsed->malformed - parsed->issues.size()
+        << " more malformed lines\n";
+  DcgmIngestOptions dcgm;
+  dcgm.cost_centers = config.cost_centers;
+  dcgm.now_s = now_s;
+  dcgm.max_future_skew_s = f.replay_options.max_future_skew_s;
+  DcgmIngester ingester(store, GpuCatalog::BuiltIn(), dcgm);
+  PrintDcgmReport(path, ingester.Ingest(parsed->series), err);
+  return true;
+}
+
+}  // namespace
+
+int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err) {
+  RecommendFlags f;
+  auto app = RecommendApp(f);
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  double now_s = UnixNowSeconds();
+  if (!f.now_text.empty()) {
+    Result<double> now = ParseTimestamp(f.now_text);
+    if (!now.ok() || !(*now >= kMinSampleTimeS && *now < kMaxSampleTimeS)) {
+      err << kRecommend << ": --now: "
+          << (now.ok() ? "\"" + f.now_text + "\" is not between 2000 and 2100"
+                       : now.status().message())
+          << "\n";
+      return kExitUsage;
+    }
+    now_s = *now;
+  }
+  f.replay_options.now_s = now_s;
+  f.replay_options.sm_unit = f.sm_unit == "percent" ? SmUnit::kPercent : SmUnit::kRatio;
+  f.replay_options.vram_unit = f.vram_unit == "mib" ? VramUnit::kMebibytes : VramUnit::kBytes;
+  f.recommender_options.min_history_s = f.min_history_hours * 3600;
+  Result<GpuvpaConfig> config = LoadConfigFile(f.config_path);
+  if (!config.ok()) {
+    err << kRecommend << ": " << config.status().message() << "\n";
+    return kExitFailure;
+  }
+  for (const auto& [flag, path] : {std::pair{std::string("--checkpoint"), f.checkpoint_path},
+                                   std::pair{std::string("--ledger"), f.ledger_path}}) {
+    if (path.empty()) continue;
+    if (Status s = CheckWritablePath(flag, path); !s.ok()) {
+      err << kRecommend << ": " << s.message() << "\n";
       return kExitFailure;
     }
-    PrintTraceIssues(trace_path, *report, err);
   }
+  FleetStore store(f.store_options);
+  Result<std::unique_ptr<Ledger>> ledger = RestoreState(f, store, err);
+  if (!ledger.ok()) {
+    err << ledger.status().message() << "\n";
+    return kExitFailure;
+  }
+  if (!ReplayTrace(f, *config, now_s, store, err)) return kExitFailure;
   const Settled settled =
-      Settle(store, Recommender(recommender_options),
-             {&config->prices, config->region, ledger.get(), checkpoint_path, now_s});
+      Settle(store, Recommender(f.recommender_options),
+             {&config->prices, config->region, ledger->get(), f.checkpoint_path, now_s});
   if (settled.forgotten > 0)
     err << "store: forgot " << settled.forgotten
         << " workload-containers with no sample in the last " << store.options().history_s / 86400
         << " days before " << FormatTimestamp(store.newest_sample_s()) << "\n";
   if (!settled.ledger.ok()) err << "ledger: " << settled.ledger.message() << "\n";
-  if (ledger && settled.ledger.ok()) {
+  if (*ledger && settled.ledger.ok()) {
     for (const Status& s : settled.charged.unpriced)
       err << "ledger: not charged yet: " << s.message() << "\n";
     err << "ledger: charged " << settled.charged.workloads << " workload-containers ("
-        << settled.charged.new_rows << " new rows) to " << ledger_path << "\n";
+        << settled.charged.new_rows << " new rows) to " << f.ledger_path << "\n";
   }
   if (!settled.checkpoint.ok()) err << "checkpoint: " << settled.checkpoint.message() << "\n";
   if (!settled.ledger.ok() || !settled.checkpoint.ok()) return kExitFailure;
+  const OutputFormat format = f.format_text == "json" ? OutputFormat::kJson : OutputFormat::kTable;
   out << FormatRecommendations(settled.recommendations, store,
-                               {format, wide, &config->prices, config->region});
+                               {format, f.wide, &config->prices, config->region});
   return kExitOk;
 }
 

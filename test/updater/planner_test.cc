@@ -6,6 +6,8 @@
 
 #include <random>
 
+#include "updater/plan/container_decision.h"
+
 namespace gpuvpa::updater {
 namespace {
 
@@ -314,6 +316,63 @@ TEST(UpdaterPolicyTest, GlobMatchesStarsOnly) {
   EXPECT_FALSE(GlobMatches("prod-*", "preprod-eu"));
   EXPECT_FALSE(GlobMatches("prod", "prod2"));
   EXPECT_TRUE(GlobMatches("a*b*c", "aXbYbZc"));
+}
+
+}  // namespace
+}  // namespace gpuvpa::updater
+
+// The per-container decision the daemon takes, here without any API server.
+namespace gpuvpa::updater {
+namespace {
+
+class ContainerDecisionTest : public ::testing::Test {
+ protected:
+  PlannedAction Decide(const v1::Recommendation& r, const ContainerDecision& d) const {
+    UpdaterPolicy policy;
+    policy.namespace_modes["ml"] = UpdateMode::kAuto;
+    return DecideContainer(GpuCatalog::BuiltIn(), prices_, "", policy, r, d);
+  }
+  PriceBook prices_ = Prices();
+};
+
+TEST_F(ContainerDecisionTest, WithoutAPolicyOrRollbackItIsThePlannersPick) {
+  const PlannedAction a = Decide(Workload("ml", "H100-80GB", "nvidia.com/gpu=1", 12, 0.10), {});
+  EXPECT_EQ(a.to_allocation, "nvidia.com/mig-1g.20gb=1");
+  EXPECT_TRUE(a.auto_apply);
+}
+
+TEST_F(ContainerDecisionTest, ContainerPolicyBoundsTheTargetAndCanWithhold) {
+  GvpaContainerPolicy cp;
+  cp.container = "main";
+  cp.min_vram_bytes = 30 * kGiB;  // 12 GiB measured, 30 GiB asked: 3g.40gb, not 1g.20gb
+  ContainerDecision d;
+  d.container_policy = &cp;
+  PlannedAction a = Decide(Workload("ml", "H100-80GB", "nvidia.com/gpu=1", 12, 0.10), d);
+  EXPECT_EQ(a.to_allocation, "nvidia.com/mig-3g.40gb=1");
+  cp.allowed_mig_profiles = {"7g.80gb"};
+  a = Decide(Workload("ml", "H100-80GB", "nvidia.com/gpu=1", 12, 0.10), d);
+  EXPECT_EQ(a.kind, PlanKind::kNoChange);
+  EXPECT_EQ(a.reason, "MIG profile 3g.40gb is not in allowedMigProfiles");
+  EXPECT_FALSE(a.auto_apply);
+  cp.allowed_mig_profiles.clear();
+  cp.opted_out = true;
+  a = Decide(Workload("ml", "H100-80GB", "nvidia.com/gpu=1", 12, 0.10), d);
+  EXPECT_EQ(a.reason, "container policy mode Off");
+  EXPECT_EQ(a.to_allocation, a.from_allocation);
+}
+
+TEST_F(ContainerDecisionTest, ARollbackRaisesTheFloorAndHoldsUntilNewEvidence) {
+  v1::Recommendation r = Workload("ml", "H100-80GB", "nvidia.com/gpu=1", 12, 0.10);
+  ContainerDecision d;
+  d.rollback = GvpaRollback{"2026-12-01T00:00:00Z", "CUDA OOM", 25 * kGiB, EvidenceMark(r)};
+  d.rollback_hold_s = 86400;
+  PlannedAction a = Decide(r, d);
+  EXPECT_EQ(a.kind, PlanKind::kNoChange);
+  EXPECT_EQ(a.reason, "rolled back at 2026-12-01T00:00:00Z; waiting for new evidence");
+  r.set_history_s(r.history_s() + 86400);  // a day more history: decided again, above the floor
+  a = Decide(r, d);
+  EXPECT_EQ(a.to_allocation, "nvidia.com/mig-3g.40gb=1");
+  EXPECT_GE(a.vram_target_bytes, 25 * kGiB);
 }
 
 }  // namespace
