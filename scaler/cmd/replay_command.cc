@@ -14,6 +14,69 @@
 
 namespace gpuvpa::scaler {
 
+namespace {
+
+constexpr const char* kReplay = "gpuvpa-scaler replay";
+
+// The replay's summary, as the README shows it.
+std::string ReplaySummary(const QueueReplayResult& r) {
+  auto saved = [](double metered, double baseline) {
+    return baseline > 0 ? 100 * (1 - metered / baseline) : 0.0;
+  };
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "requests              %zu over %.0f s\n"
+                "GPU-seconds metered   %.0f (scale-to-zero, peak %d replicas)\n"
+                "baseline (a)          %.0f GPU-seconds: %d replicas always on, the fewest "
+                "with a p99 wait no worse (%.2f s)\n"
+                "baseline (b)          %.0f GPU-seconds: the peak %d replicas always on\n"
+                "saving                %.1f %% against (a), %.1f %% against (b)\n"
+                "cold starts           %d from zero, %d replica starts, %.0f s at zero replicas\n"
+                "queueing delay        p50 %.2f s, p99 %.2f s, max %.2f s\n",
+                r.requests, r.duration_s, r.metered_gpu_s, r.peak_replicas, r.fixed_gpu_s,
+                r.fixed_replicas, r.fixed_wait_p99_s, r.reserved_gpu_s, r.peak_replicas,
+                saved(r.metered_gpu_s, r.fixed_gpu_s), saved(r.metered_gpu_s, r.reserved_gpu_s),
+                r.cold_starts, r.replica_starts, r.idle_at_zero_s, r.wait_p50_s, r.wait_p99_s,
+                r.wait_max_s);
+  std::string out = buf;
+  if (r.metered_gpu_s > r.fixed_gpu_s)
+    out +=
+        "note                  scale-to-zero costs more than baseline (a) here: its cold "
+        "starts make the p99 wait so long that fewer always-on replicas match it\n";
+  return out;
+}
+
+// The three GPU-time figures in dollars.
+Result<std::string> ReplayCost(const QueueReplayResult& r, double usd_per_gpu_hour) {
+  Result<MicroUsd> metered = PriceGpuSeconds(r.metered_gpu_s, usd_per_gpu_hour);
+  Result<MicroUsd> fixed_cost = PriceGpuSeconds(r.fixed_gpu_s, usd_per_gpu_hour);
+  Result<MicroUsd> reserved = PriceGpuSeconds(r.reserved_gpu_s, usd_per_gpu_hour);
+  for (const Result<MicroUsd>* m : {&metered, &fixed_cost, &reserved})
+    if (!m->ok()) return m->status();
+  return "cost                  metered " + FormatUsd(*metered) + " vs (a) " +
+         FormatUsd(*fixed_cost) + " vs (b) " + FormatUsd(*reserved) + "\n";
+}
+
+// The replay as one priced metered_period row (its id makes a re-run add nothing); the rows
+// added.
+Result<size_t> WriteReplayRow(const QueueReplayResult& r, MeteredPeriod period,
+                              double usd_per_gpu_hour, const std::string& ledger_path) {
+  period.start_s = r.start_s;
+  period.end_s = r.start_s + r.duration_s;
+  period.gpu_seconds = r.metered_gpu_s;
+  period.reserved_gpu_seconds = r.reserved_gpu_s;
+  period.evidence["requests"] = r.requests;
+  period.evidence["peak_replicas"] = r.peak_replicas;
+  period.evidence["cold_starts"] = r.cold_starts;
+  Result<LedgerAction> row = MeteredPeriodRow(period, usd_per_gpu_hour);
+  if (!row.ok()) return row.status();
+  Result<std::unique_ptr<Ledger>> opened = Ledger::Open(ledger_path);
+  if (!opened.ok()) return opened.status();
+  return (*opened)->Append(*row);
+}
+
+}  // namespace
+
 int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string arrivals_path;
   std::string service_column;
@@ -105,39 +168,14 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
     err << "gpuvpa-scaler replay: " << r.status().message() << "\n";
     return kExitFailure;
   }
-  auto saved = [](double metered, double baseline) {
-    return baseline > 0 ? 100 * (1 - metered / baseline) : 0.0;
-  };
-  char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "requests              %zu over %.0f s\n"
-                "GPU-seconds metered   %.0f (scale-to-zero, peak %d replicas)\n"
-                "baseline (a)          %.0f GPU-seconds: %d replicas always on, the fewest "
-                "with a p99 wait no worse (%.2f s)\n"
-                "baseline (b)          %.0f GPU-seconds: the peak %d replicas always on\n"
-                "saving                %.1f %% against (a), %.1f %% against (b)\n"
-                "cold starts           %d from zero, %d replica starts, %.0f s at zero replicas\n"
-                "queueing delay        p50 %.2f s, p99 %.2f s, max %.2f s\n",
-                r->requests, r->duration_s, r->metered_gpu_s, r->peak_replicas, r->fixed_gpu_s,
-                r->fixed_replicas, r->fixed_wait_p99_s, r->reserved_gpu_s, r->peak_replicas,
-                saved(r->metered_gpu_s, r->fixed_gpu_s), saved(r->metered_gpu_s, r->reserved_gpu_s),
-                r->cold_starts, r->replica_starts, r->idle_at_zero_s, r->wait_p50_s, r->wait_p99_s,
-                r->wait_max_s);
-  out << buf;
-  if (r->metered_gpu_s > r->fixed_gpu_s)
-    out << "note                  scale-to-zero costs more than baseline (a) here: its cold "
-           "starts make the p99 wait so long that fewer always-on replicas match it\n";
+  out << ReplaySummary(*r);
   if (usd_per_gpu_hour > 0) {
-    Result<MicroUsd> metered = PriceGpuSeconds(r->metered_gpu_s, usd_per_gpu_hour);
-    Result<MicroUsd> fixed_cost = PriceGpuSeconds(r->fixed_gpu_s, usd_per_gpu_hour);
-    Result<MicroUsd> reserved = PriceGpuSeconds(r->reserved_gpu_s, usd_per_gpu_hour);
-    for (const Result<MicroUsd>* m : {&metered, &fixed_cost, &reserved})
-      if (!m->ok()) {
-        err << "gpuvpa-scaler replay: " << m->status().message() << "\n";
-        return kExitFailure;
-      }
-    out << "cost                  metered " << FormatUsd(*metered) << " vs (a) "
-        << FormatUsd(*fixed_cost) << " vs (b) " << FormatUsd(*reserved) << "\n";
+    Result<std::string> cost = ReplayCost(*r, usd_per_gpu_hour);
+    if (!cost.ok()) {
+      err << kReplay << ": " << cost.status().message() << "\n";
+      return kExitFailure;
+    }
+    out << *cost;
   }
   if (!ledger_path.empty()) {
     MeteredPeriod period;
@@ -145,20 +183,12 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
     period.scaled_object = scaled_object;
     period.cost_center = cost_center;
     period.gpu_model = gpu_model;
-    period.start_s = r->start_s;
-    period.end_s = r->start_s + r->duration_s;
-    period.gpu_seconds = r->metered_gpu_s;
-    period.reserved_gpu_seconds = r->reserved_gpu_s;
-    period.evidence = {{"source", "gpuvpa-scaler replay"}, {"arrivals", arrivals_path},
-                       {"requests", r->requests},          {"peak_replicas", r->peak_replicas},
-                       {"cold_starts", r->cold_starts},    {"gpu_per_replica", o.gpu_per_replica}};
-    Result<LedgerAction> row = MeteredPeriodRow(period, usd_per_gpu_hour);
-    Result<std::unique_ptr<Ledger>> opened =
-        row.ok() ? Ledger::Open(ledger_path) : Result<std::unique_ptr<Ledger>>(row.status());
-    Result<size_t> added = opened.ok() ? (*opened)->Append(*row) : Result<size_t>(opened.status());
+    period.evidence = {{"source", "gpuvpa-scaler replay"},
+                       {"arrivals", arrivals_path},
+                       {"gpu_per_replica", o.gpu_per_replica}};
+    Result<size_t> added = WriteReplayRow(*r, std::move(period), usd_per_gpu_hour, ledger_path);
     if (!added.ok()) {
-      err << "gpuvpa-scaler replay: ledger " << ledger_path << ": " << added.status().message()
-          << "\n";
+      err << kReplay << ": ledger " << ledger_path << ": " << added.status().message() << "\n";
       return kExitFailure;
     }
     out << "ledger                " << *added << " metered_period row"

@@ -140,150 +140,152 @@ Result<QueueReplayResult> ReplayQueue(std::vector<double> arrivals, const QueueR
   return ReplayQueue(std::move(requests), o);
 }
 
-Result<QueueReplayResult> ReplayQueue(std::vector<Arrival> requests, const QueueReplayOptions& o) {
-  if (requests.empty()) return InvalidArgumentError("replay: no arrivals");
-  if (!(o.service_s > 0) || !(o.target > 0) || o.max_replicas < 1 || !(o.poll_interval_s > 0) ||
-      o.activation_threshold < 0 || o.cold_start_s < 0 || o.cooldown_s < 0 || o.stabilization_s < 0)
-    return InvalidArgumentError(
-        "replay: service, target, max replicas and poll interval must be positive");
-  std::stable_sort(requests.begin(), requests.end(),
-                   [](const Arrival& a, const Arrival& b) { return a.time_s < b.time_s; });
-  std::vector<double> arrivals;
-  arrivals.reserve(requests.size());
-  double total_service_s = 0;
-  for (const Arrival& a : requests) {
-    arrivals.push_back(a.time_s);
-    total_service_s += a.service_s;
+namespace {
+
+// The poll loop's state: replicas, the requests they serve, KEDA's and the HPA's decisions.
+class Simulation {
+ public:
+  Simulation(const std::vector<Arrival>& requests, const std::vector<double>& arrivals,
+             const QueueReplayOptions& o, QueueReplayResult& r)
+      : requests_(requests), arrivals_(arrivals), o_(o), r_(r) {
+    waits_.reserve(arrivals.size());
+    zero_since_ = end_ = arrivals.front();
   }
-  const double start = arrivals.front();
 
-  QueueReplayResult r;
-  r.requests = arrivals.size();
-  r.start_s = start;
-  std::vector<Replica> replicas;
-  std::vector<double> waits;
-  waits.reserve(arrivals.size());
-  std::deque<std::pair<double, int>>
-      desired_history;               // (tick, desired) within the stabilization window
-  size_t next = 0;                   // first request not yet started
-  std::vector<double> finish_times;  // of started requests, to count those in service
-  double last_active = -std::numeric_limits<double>::infinity();
-  double zero_since = start;
-  bool at_zero = true;
-  double end = start;
-
-  auto retire = [&](const Replica& rep, double when) {
-    r.metered_gpu_s += (when - rep.created_s) * o.gpu_per_replica;
-    end = std::max(end, when);
-  };
-
-  // Everything is served and scaled back down well before this, even by a single replica.
-  const double horizon = arrivals.back() + total_service_s + o.cold_start_s + o.cooldown_s +
-                         o.stabilization_s + 10 * o.poll_interval_s;
-  for (double tick = start;; tick += o.poll_interval_s) {
-    if (tick > horizon) return InternalError("replay: simulation did not settle by its horizon");
-    // Serve everything that can start before this tick with the replicas of the last interval.
-    while (next < arrivals.size()) {
+  // Serves everything that can start before `tick` with the replicas of the last interval.
+  void Serve(double tick) {
+    while (next_ < arrivals_.size()) {
       Replica* best = nullptr;
-      for (Replica& rep : replicas) {
+      for (Replica& rep : replicas_) {
         if (rep.draining) continue;
         if (best == nullptr ||
             std::max(rep.ready_s, rep.free_s) < std::max(best->ready_s, best->free_s))
           best = &rep;
       }
       if (best == nullptr) break;
-      const double begin = std::max({best->ready_s, best->free_s, arrivals[next]});
+      const double begin = std::max({best->ready_s, best->free_s, arrivals_[next_]});
       if (begin >= tick) break;
-      waits.push_back(begin - arrivals[next]);
-      best->free_s = begin + requests[next].service_s;
-      finish_times.push_back(best->free_s);
-      ++next;
+      waits_.push_back(begin - arrivals_[next_]);
+      best->free_s = begin + requests_[next_].service_s;
+      finish_times_.push_back(best->free_s);
+      ++next_;
     }
-    if (next == arrivals.size() && replicas.empty()) break;
+  }
+  bool Done() const { return next_ == arrivals_.size() && replicas_.empty(); }
 
-    // Retire draining replicas that have finished.
-    for (auto it = replicas.begin(); it != replicas.end();) {
+  // Draining replicas that finished by `tick` go, charged until `retired_at` (their finish, or
+  // the tick).
+  void RetireDrained(double tick, bool at_finish) {
+    for (auto it = replicas_.begin(); it != replicas_.end();) {
       if (it->draining && it->free_s <= tick) {
-        retire(*it, it->free_s);
-        it = replicas.erase(it);
+        r_.metered_gpu_s += ((at_finish ? it->free_s : tick) - it->created_s) * o_.gpu_per_replica;
+        end_ = std::max(end_, at_finish ? it->free_s : tick);
+        it = replicas_.erase(it);
       } else {
         ++it;
       }
     }
+  }
 
+  // The queue depth KEDA reads at `tick`: arrived and not started, plus in service.
+  double Depth(double tick) const {
     const auto arrived = static_cast<size_t>(
-        std::upper_bound(arrivals.begin(), arrivals.end(), tick) - arrivals.begin());
+        std::upper_bound(arrivals_.begin(), arrivals_.end(), tick) - arrivals_.begin());
     const auto in_service = static_cast<size_t>(std::count_if(
-        finish_times.begin(), finish_times.end(), [&](double f) { return f > tick; }));
-    const double depth = static_cast<double>(arrived - std::min(arrived, next) + in_service);
-    const bool active = depth > o.activation_threshold;
-    if (active) last_active = tick;
-    int desired = std::min(o.max_replicas, static_cast<int>(std::ceil(depth / o.target)));
-    if (tick - last_active < o.cooldown_s || active)
+        finish_times_.begin(), finish_times_.end(), [&](double f) { return f > tick; }));
+    return static_cast<double>(arrived - std::min(arrived, next_) + in_service);
+  }
+
+  // The replica count after KEDA's activation and cooldown and the HPA's stabilization window.
+  int Effective(double tick, double depth) {
+    const bool active = depth > o_.activation_threshold;
+    if (active) last_active_ = tick;
+    int desired = std::min(o_.max_replicas, static_cast<int>(std::ceil(depth / o_.target)));
+    if (tick - last_active_ < o_.cooldown_s || active)
       desired = std::max(desired, 1);
     else
       desired = 0;
-    desired_history.emplace_back(tick, desired);
-    while (!desired_history.empty() && desired_history.front().first <= tick - o.stabilization_s)
-      desired_history.pop_front();
+    desired_history_.emplace_back(tick, desired);
+    while (!desired_history_.empty() && desired_history_.front().first <= tick - o_.stabilization_s)
+      desired_history_.pop_front();
     int effective = desired;
-    for (const auto& [t, d] : desired_history) effective = std::max(effective, d);
-    if (desired == 0 && tick - last_active >= o.cooldown_s)
-      effective = 0;  // KEDA takes 1 -> 0 itself
+    for (const auto& [t, d] : desired_history_) effective = std::max(effective, d);
+    if (desired == 0 && tick - last_active_ >= o_.cooldown_s) effective = 0;  // KEDA: 1 -> 0
+    return effective;
+  }
 
-    int serving = static_cast<int>(std::count_if(replicas.begin(), replicas.end(),
+  void ScaleTo(int effective, double tick) {
+    int serving = static_cast<int>(std::count_if(replicas_.begin(), replicas_.end(),
                                                  [](const Replica& rep) { return !rep.draining; }));
     if (effective > serving) {
-      if (serving == 0) ++r.cold_starts;
-      if (at_zero) {
-        r.idle_at_zero_s += tick - zero_since;
-        at_zero = false;
+      if (serving == 0) ++r_.cold_starts;
+      if (at_zero_) {
+        r_.idle_at_zero_s += tick - zero_since_;
+        at_zero_ = false;
       }
       for (int i = serving; i < effective; ++i)
-        replicas.push_back({tick, tick + o.cold_start_s, tick + o.cold_start_s});
-      r.replica_starts += effective - serving;
+        replicas_.push_back({tick, tick + o_.cold_start_s, tick + o_.cold_start_s});
+      r_.replica_starts += effective - serving;
     } else if (effective < serving) {
       // Idle replicas go first; busy ones finish their request.
-      std::stable_sort(replicas.begin(), replicas.end(),
+      std::stable_sort(replicas_.begin(), replicas_.end(),
                        [](const Replica& a, const Replica& b) { return a.free_s < b.free_s; });
-      for (Replica& rep : replicas) {
+      for (Replica& rep : replicas_) {
         if (serving == effective) break;
         if (rep.draining) continue;
         rep.draining = true;
         --serving;
       }
-      for (auto it = replicas.begin(); it != replicas.end();) {
-        if (it->draining && it->free_s <= tick) {
-          retire(*it, tick);
-          it = replicas.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      if (replicas.empty() && !at_zero) {
-        at_zero = true;
-        zero_since = tick;
+      RetireDrained(tick, false);
+      if (replicas_.empty() && !at_zero_) {
+        at_zero_ = true;
+        zero_since_ = tick;
       }
     }
-    r.peak_replicas = std::max(r.peak_replicas, static_cast<int>(replicas.size()));
-    end = std::max(end, tick);
-    // Every request has arrived, none is being served and nothing will scale up: those still
-    // waiting would wait forever (their depth never exceeds the activation threshold).
-    if (replicas.empty() && effective == 0 && tick >= arrivals.back() && next < arrivals.size())
-      return FailedPreconditionError("replay: " + std::to_string(arrivals.size() - next) +
-                                     " requests are never served: a queue depth of " +
-                                     std::to_string(static_cast<int>(depth)) +
-                                     " does not exceed the activation threshold");
+    r_.peak_replicas = std::max(r_.peak_replicas, static_cast<int>(replicas_.size()));
+    end_ = std::max(end_, tick);
   }
-  if (!finish_times.empty())
-    end = std::max(end, *std::max_element(finish_times.begin(), finish_times.end()));
-  r.duration_s = end - start;
-  r.reserved_gpu_s = r.peak_replicas * o.gpu_per_replica * r.duration_s;
-  r.wait_p50_s = Percentile(waits, 0.50);
-  r.wait_p99_s = Percentile(waits, 0.99);
-  r.wait_max_s = waits.empty() ? 0 : *std::max_element(waits.begin(), waits.end());
-  // Baseline (a): the fewest always-on replicas that do as well on p99 (more never does worse,
-  // so the search is a bisection between one replica and the peak).
+
+  // Requests that will never be served: every one has arrived, none is in service and nothing
+  // will scale up (their depth never exceeds the activation threshold).
+  size_t Stranded(int effective, double tick) const {
+    return replicas_.empty() && effective == 0 && tick >= arrivals_.back() &&
+                   next_ < arrivals_.size()
+               ? arrivals_.size() - next_
+               : 0;
+  }
+
+  // Duration and waits, once done.
+  void Finish() {
+    if (!finish_times_.empty())
+      end_ = std::max(end_, *std::max_element(finish_times_.begin(), finish_times_.end()));
+    r_.duration_s = end_ - arrivals_.front();
+    r_.reserved_gpu_s = r_.peak_replicas * o_.gpu_per_replica * r_.duration_s;
+    r_.wait_p50_s = Percentile(waits_, 0.50);
+    r_.wait_p99_s = Percentile(waits_, 0.99);
+    r_.wait_max_s = waits_.empty() ? 0 : *std::max_element(waits_.begin(), waits_.end());
+  }
+
+ private:
+  const std::vector<Arrival>& requests_;
+  const std::vector<double>& arrivals_;
+  const QueueReplayOptions& o_;
+  QueueReplayResult& r_;
+  std::vector<Replica> replicas_;
+  std::vector<double> waits_;
+  std::deque<std::pair<double, int>> desired_history_;  // (tick, desired) in the window
+  size_t next_ = 0;                                     // first request not yet started
+  std::vector<double> finish_times_;  // of started requests, to count those in service
+  double last_active_ = -std::numeric_limits<double>::infinity();
+  double zero_since_ = 0;
+  bool at_zero_ = true;
+  double end_ = 0;
+};
+
+// Baseline (a): the fewest always-on replicas that do as well on p99 (more never does worse, so
+// the search is a bisection between one replica and the peak).
+void FixedReplicasBaseline(const std::vector<Arrival>& requests, const QueueReplayOptions& o,
+                           QueueReplayResult& r) {
   int lo = 1, hi = std::max(1, r.peak_replicas);
   double hi_p99 = FixedReplicasWaitP99(requests, hi);
   while (lo < hi) {
@@ -299,6 +301,47 @@ Result<QueueReplayResult> ReplayQueue(std::vector<Arrival> requests, const Queue
   r.fixed_replicas = hi;
   r.fixed_wait_p99_s = hi_p99;
   r.fixed_gpu_s = hi * o.gpu_per_replica * r.duration_s;
+}
+
+}  // namespace
+
+Result<QueueReplayResult> ReplayQueue(std::vector<Arrival> requests, const QueueReplayOptions& o) {
+  if (requests.empty()) return InvalidArgumentError("replay: no arrivals");
+  if (!(o.service_s > 0) || !(o.target > 0) || o.max_replicas < 1 || !(o.poll_interval_s > 0) ||
+      o.activation_threshold < 0 || o.cold_start_s < 0 || o.cooldown_s < 0 || o.stabilization_s < 0)
+    return InvalidArgumentError(
+        "replay: service, target, max replicas and poll interval must be positive");
+  std::stable_sort(requests.begin(), requests.end(),
+                   [](const Arrival& a, const Arrival& b) { return a.time_s < b.time_s; });
+  std::vector<double> arrivals;
+  arrivals.reserve(requests.size());
+  double total_service_s = 0;
+  for (const Arrival& a : requests) {
+    arrivals.push_back(a.time_s);
+    total_service_s += a.service_s;
+  }
+  QueueReplayResult r;
+  r.requests = arrivals.size();
+  r.start_s = arrivals.front();
+  Simulation sim(requests, arrivals, o, r);
+  // Everything is served and scaled back down well before this, even by a single replica.
+  const double horizon = arrivals.back() + total_service_s + o.cold_start_s + o.cooldown_s +
+                         o.stabilization_s + 10 * o.poll_interval_s;
+  for (double tick = r.start_s;; tick += o.poll_interval_s) {
+    if (tick > horizon) return InternalError("replay: simulation did not settle by its horizon");
+    sim.Serve(tick);
+    if (sim.Done()) break;
+    sim.RetireDrained(tick, true);
+    const double depth = sim.Depth(tick);
+    const int effective = sim.Effective(tick, depth);
+    sim.ScaleTo(effective, tick);
+    if (const size_t stranded = sim.Stranded(effective, tick); stranded > 0)
+      return FailedPreconditionError(
+          "replay: " + std::to_string(stranded) + " requests are never served: a queue depth of " +
+          std::to_string(static_cast<int>(depth)) + " does not exceed the activation threshold");
+  }
+  sim.Finish();
+  FixedReplicasBaseline(requests, o, r);
   return r;
 }
 

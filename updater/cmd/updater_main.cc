@@ -29,12 +29,25 @@ std::string DefaultIdentity() {
   return "gpuvpa-updater-" + std::to_string(::getpid());
 }
 
-int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+// gpuvpa-updater's flags.
+struct UpdaterFlags {
   UpdaterDaemonOptions o;
   std::string kubeconfig, context, config_path, policy_path, listen_http = "127.0.0.1:0";
   std::string log_level = "info";
   bool once = false;
   std::string max_mode = "Auto";
+};
+
+std::unique_ptr<CLI::App> UpdaterApp(UpdaterFlags& f) {
+  UpdaterDaemonOptions& o = f.o;
+  std::string& kubeconfig = f.kubeconfig;
+  std::string& context = f.context;
+  std::string& config_path = f.config_path;
+  std::string& policy_path = f.policy_path;
+  std::string& listen_http = f.listen_http;
+  std::string& log_level = f.log_level;
+  bool& once = f.once;
+  std::string& max_mode = f.max_mode;
   o.lease.identity = DefaultIdentity();
   auto app = NewCommandApp(
       "gpuvpa-updater", "",
@@ -109,11 +122,32 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app->add_option("--listen-http", listen_http, "host:port for /metrics, /healthz, /readyz");
   app->add_flag("--once", once, "run one cycle (taking the lease if free), print it and exit");
   app->add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
+  return app;
+}
+
+// --once: one cycle, printed; exit 1 when a step failed.
+int RunOnce(UpdaterDaemon& d, std::ostream& out, std::ostream& err) {
+  Result<CycleSummary> s = d.RunCycle(UnixNowSeconds());
+  if (!s.ok()) {
+    err << "gpuvpa-updater: " << s.status().message() << "\n";
+    return kExitFailure;
+  }
+  for (const std::string& m : s->messages) out << m << "\n";
+  out << "gpuvpa-updater: " << (s->leading ? "leader" : "standby") << ", " << s->gvpas
+      << " GpuVerticalPodAutoscalers, " << s->planned << " planned, " << s->applied << " applied, "
+      << s->rolled_back << " rolled back, " << s->failed << " failed\n";
+  return s->failed == 0 ? kExitOk : kExitFailure;
+}
+
+int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  UpdaterFlags f;
+  auto app = UpdaterApp(f);
+  UpdaterDaemonOptions& o = f.o;
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   o.lease.renew_deadline_s = o.lease.duration_s * 2 / 3;
   sigset_t stop{};
-  if (!once) stop = BlockStopSignals();
-  if (Status s = ConfigureLogging(log_level); !s.ok()) {
+  if (!f.once) stop = BlockStopSignals();
+  if (Status s = ConfigureLogging(f.log_level); !s.ok()) {
     err << "gpuvpa-updater: --log-level: " << s.message() << "\n";
     return kExitUsage;
   }
@@ -121,14 +155,14 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     err << "gpuvpa-updater: " << s.message() << "\n";
     return kExitFailure;
   };
-  Result<GpuvpaConfig> config = LoadConfigFile(config_path);
+  Result<GpuvpaConfig> config = LoadConfigFile(f.config_path);
   if (!config.ok()) return fail(config.status());
-  Result<UpdaterPolicy> policy = LoadUpdaterPolicy(policy_path);
+  Result<UpdaterPolicy> policy = LoadUpdaterPolicy(f.policy_path);
   if (!policy.ok()) return fail(policy.status());
-  policy->max_mode = *ParseUpdateMode(max_mode);
+  policy->max_mode = *ParseUpdateMode(f.max_mode);
   if (policy->max_mode != UpdateMode::kAuto)
-    spdlog::info("--max-mode {}: no workload is patched or rolled back", max_mode);
-  Result<KubeConnection> connection = ResolveKubeConnection(kubeconfig, context);
+    spdlog::info("--max-mode {}: no workload is patched or rolled back", f.max_mode);
+  Result<KubeConnection> connection = ResolveKubeConnection(f.kubeconfig, f.context);
   if (!connection.ok()) return fail(connection.status());
   Result<std::unique_ptr<KubeClient>> client = KubeClient::Create(*connection);
   if (!client.ok()) return fail(client.status());
@@ -136,17 +170,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       o, std::move(config).value(), std::move(policy).value(), std::move(client).value());
   if (!daemon.ok()) return fail(daemon.status());
   UpdaterDaemon& d = **daemon;
-  if (once) {
-    Result<CycleSummary> s = d.RunCycle(UnixNowSeconds());
-    if (!s.ok()) return fail(s.status());
-    for (const std::string& m : s->messages) out << m << "\n";
-    out << "gpuvpa-updater: " << (s->leading ? "leader" : "standby") << ", " << s->gvpas
-        << " GpuVerticalPodAutoscalers, " << s->planned << " planned, " << s->applied
-        << " applied, " << s->rolled_back << " rolled back, " << s->failed << " failed\n";
-    return s->failed == 0 ? kExitOk : kExitFailure;
-  }
-  Result<std::unique_ptr<HttpServer>> http =
-      HttpServer::Start(listen_http, [&d](const std::string& path) { return d.HandleHttp(path); });
+  if (f.once) return RunOnce(d, out, err);
+  Result<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      f.listen_http, [&d](const std::string& path) { return d.HandleHttp(path); });
   if (!http.ok()) return fail(http.status());
   spdlog::info("gpuvpa-updater {} on {}; /metrics /healthz /readyz on port {}", o.lease.identity,
                (*connection).source, (*http)->port());
