@@ -250,7 +250,16 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
 }
 
 void UpdaterDaemon::HandleGvpa(CycleRun& run, const std::string& key) {
-  const json& object = gvpas_.objects().at(key);
+  // A GpuVerticalPodAutoscaler of an unexpected shape (its status, say) stops that object, not
+  // the cycle.
+  try {
+    HandleGvpaObject(run, key, gvpas_.objects().at(key));
+  } catch (const nlohmann::json::exception& e) {
+    run.Failed(key + ": an object of an unexpected shape: " + e.what());
+  }
+}
+
+void UpdaterDaemon::HandleGvpaObject(CycleRun& run, const std::string& key, const json& object) {
   Result<Gvpa> gvpa = ParseGvpa(object);
   if (!gvpa.ok()) return run.Failed(gvpa.status().message());
   ++run.summary.gvpas;

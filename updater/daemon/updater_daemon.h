@@ -103,6 +103,7 @@ class UpdaterDaemon {
   ChangeContext Changes();
   void SetReady(bool ready, const std::string& why);
   void HandleGvpa(CycleRun& run, const std::string& key);
+  void HandleGvpaObject(CycleRun& run, const std::string& key, const nlohmann::json& object);
   // Rolls back, plans and applies one workload's containers (status: its GVPA's, or null).
   Status HandleWorkload(CycleRun& run, const std::string& ns, const std::string& kind,
                         const std::string& name, UpdateMode mode, const Gvpa* gvpa,
