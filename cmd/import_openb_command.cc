@@ -2,7 +2,7 @@
 #include "cmd/commands.h"
 #include "core/base/atomic_file.h"
 #include "core/cli/cli.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "core/cost/openb_import.h"
 

@@ -12,7 +12,7 @@
 #include "core/base/atomic_file.h"
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "recommender/checkpoint/checkpoint.h"
 #include "recommender/output/recommendation_format.h"

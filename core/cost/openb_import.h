@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/ledger.h"
 
 namespace gpuvpa {

@@ -9,7 +9,7 @@
 #include "core/base/text_lines.h"
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/gpu/gpu_catalog.h"
 #include "core/metrics/exposition_text.h"
 #include "recommender/checkpoint/checkpoint.h"

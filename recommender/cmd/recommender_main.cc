@@ -12,7 +12,7 @@
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
 #include "core/cli/logging.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/ledger_rpc.h"
 #include "core/net/grpc_server.h"
 #include "core/net/http_server.h"

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "core/net/http_server.h"
 #include "core/net/metrics_page.h"

@@ -5,7 +5,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/cli/cli.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "core/cost/money.h"
 #include "core/cost/price_book.h"

@@ -8,7 +8,7 @@
 #include "core/base/atomic_file.h"
 #include "core/cli/cli.h"
 #include "core/cli/logging.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "core/cost/ledger_rpc.h"
 #include "core/net/grpc_server.h"

@@ -13,7 +13,7 @@
 #include "core/base/csv.h"
 #include "core/base/names.h"
 #include "core/cli/cli.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "core/cost/money.h"
 #include "core/cost/openb_import.h"

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/money.h"
 #include "test/support/money_util.h"
 

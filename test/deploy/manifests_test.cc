@@ -18,7 +18,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "recommender/daemon/daemon_config.h"
 #include "scaler/config/scaler_config.h"
 #include "scaler/metadata/scaled_object_config.h"

@@ -28,7 +28,7 @@
 #include <thread>
 
 #include "core/base/time_format.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "core/net/http_client.h"
 #include "proto/externalscaler.grpc.pb.h"

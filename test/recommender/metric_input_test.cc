@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/gpu/gpu_catalog.h"
 #include "core/metrics/exposition_text.h"
 #include "core/metrics/prometheus_api.h"

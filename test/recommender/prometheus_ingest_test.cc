@@ -17,7 +17,7 @@
 #include <tuple>
 
 #include "core/base/time_format.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/gpu/gpu_catalog.h"
 #include "core/net/http_client.h"
 #include "proto/gpuvpa.grpc.pb.h"

@@ -13,7 +13,7 @@
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
 #include "core/cli/logging.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/kube/kube_client.h"
 #include "core/net/http_server.h"
 #include "updater/daemon/updater_daemon.h"

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "core/base/status.h"
-#include "core/cost/config.h"
+#include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "core/cost/ledger_spool.h"
 #include "core/kube/kube_client.h"

@@ -1,5 +1,5 @@
 // YAML configuration loading.
-#include "core/cost/config.h"
+#include "core/config/config.h"
 
 #include <yaml-cpp/yaml.h>
 
