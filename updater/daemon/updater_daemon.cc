@@ -20,6 +20,7 @@
 #include "core/net/metrics_page.h"
 #include "proto/gpuvpa.grpc.pb.h"
 #include "updater/kube/gvpa.h"
+#include "updater/kube/rollback.h"
 #include "updater/plan/proposal_ledger.h"
 #include "updater/report/report_files.h"
 

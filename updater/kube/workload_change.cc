@@ -1,4 +1,5 @@
-// Apply and rollback of GPU resource changes on Deployments and StatefulSets.
+// Applying GPU resource changes on Deployments and StatefulSets, and the applied-change
+// annotation.
 #include "updater/kube/workload_change.h"
 
 #include <spdlog/spdlog.h>
@@ -13,6 +14,7 @@
 #include "core/base/names.h"
 #include "core/base/time_format.h"
 #include "core/gpu/gpu_allocation.h"
+#include "updater/kube/change_steps.h"
 #include "updater/kube/gvpa.h"
 
 namespace gpuvpa::updater {
@@ -29,51 +31,6 @@ constexpr size_t kMaxEvidenceMessage = 4096;
 std::string WorkloadName(const PlannedAction& a) {
   const v1::WorkloadIdentity& id = a.evidence.identity();
   return id.owner_kind() + "/" + id.owner_name() + "/" + id.container();
-}
-
-std::string LabelSelectorOf(const json& workload) {
-  std::string selector;
-  const json labels = workload.value("spec", json::object())
-                          .value("selector", json::object())
-                          .value("matchLabels", json::object());
-  for (auto it = labels.begin(); it != labels.end(); ++it)
-    if (it->is_string())
-      selector += (selector.empty() ? "" : ",") + it.key() + "=" + it->get<std::string>();
-  return selector;
-}
-
-bool ContainsNoCase(std::string text, std::string needle) {
-  auto lower = [](std::string& s) {
-    std::transform(s.begin(), s.end(), s.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  };
-  lower(text);
-  lower(needle);
-  return text.find(needle) != std::string::npos;
-}
-
-// Why a pod shows the change failed, or "".
-std::string FailureOf(const json& pod, const std::string& container) {
-  const json statuses =
-      pod.value("status", json::object()).value("containerStatuses", json::array());
-  for (const json& s : statuses) {
-    if (!s.is_object() || s.value("name", "") != container) continue;
-    for (const char* which : {"state", "lastState"}) {
-      const json st = s.value(which, json::object());
-      const json terminated = st.value("terminated", json::object());
-      const std::string message = terminated.value("message", "");
-      if (ContainsNoCase(message, "CUDA out of memory") ||
-          ContainsNoCase(message, "CUDA_ERROR_OUT_OF_MEMORY"))
-        return "CUDA OOM in pod " + pod["metadata"].value("name", "") + ": " +
-               SanitizeText(message, 200);
-      if (terminated.value("reason", "") == "OOMKilled")
-        return "container " + container + " of pod " + pod["metadata"].value("name", "") +
-               " was OOMKilled";
-      if (st.value("waiting", json::object()).value("reason", "") == "CrashLoopBackOff")
-        return "pod " + pod["metadata"].value("name", "") + " is in CrashLoopBackOff";
-    }
-  }
-  return "";
 }
 
 LedgerAction Row(const PlannedAction& a, const std::string& step, ActionKind kind,
@@ -99,63 +56,6 @@ LedgerAction Row(const PlannedAction& a, const std::string& step, ActionKind kin
   return row;
 }
 
-// The rows of a change made, built from what its signed annotation records: the rows written
-// right after the patch and those a later cycle writes again (after a crash between the patch
-// and the ledger) are the same rows, and the ledger keeps one of each.
-std::vector<LedgerAction> AppliedRows(const std::string& ns, const std::string& kind,
-                                      const std::string& name, const AppliedChange& c) {
-  LedgerAction applied;
-  applied.action_id = c.id;
-  applied.time_s = static_cast<int64_t>(c.applied_at_s);
-  applied.kind = ActionKind::kAppliedChange;
-  applied.status = ActionStatus::kApplied;
-  applied.namespace_name = ns;
-  applied.workload = kind + "/" + name + "/" + c.container;
-  applied.cost_center = c.cost_center;
-  applied.gpu_model = c.to_model;
-  applied.before = c.from_allocation;
-  applied.after = c.to_allocation;
-  applied.monthly_before = c.monthly_before;
-  applied.monthly_after = c.monthly_after;
-  applied.evidence_json = json{{"step", "applied"}, {"message", "patched"}}.dump();
-  // The proposal is carried out: it no longer counts as savings still proposed.
-  LedgerAction closed = applied;
-  constexpr std::string_view kAppliedStep = ":applied";
-  closed.action_id = c.id.ends_with(kAppliedStep)
-                         ? c.id.substr(0, c.id.size() - kAppliedStep.size()) + ":proposal-applied"
-                         : c.id + ":proposal-applied";
-  closed.kind = ActionKind::kRecommendation;
-  closed.evidence_json = json{{"step", "proposal-applied"}, {"message", "applied"}}.dump();
-  return {applied, closed};
-}
-
-// The applied row reversed: before and after swapped, so realised savings are net of it.
-LedgerAction RollbackRow(const std::string& ns, const std::string& kind, const std::string& name,
-                         const AppliedChange& c, int64_t time_s, const std::string& reason,
-                         double vram_floor_bytes) {
-  LedgerAction row = AppliedRows(ns, kind, name, c).front();
-  row.action_id = "rollback:" + c.id;
-  row.time_s = time_s;
-  row.kind = ActionKind::kRollback;
-  row.gpu_model = c.from_model;
-  std::swap(row.before, row.after);
-  std::swap(row.monthly_before, row.monthly_after);
-  row.evidence_json = json{{"reason", reason}, {"vram_floor_bytes", vram_floor_bytes}}.dump();
-  return row;
-}
-
-void Append(ChangeContext& ctx, const std::vector<LedgerAction>& rows) {
-  if (ctx.ledger == nullptr) return;
-  Result<size_t> added = ctx.ledger->Append(rows);
-  if (!added.ok()) spdlog::error("ledger: {}", added.status().message());
-}
-
-void Event(ChangeContext& ctx, const json& object, const std::string& type,
-           const std::string& reason, const std::string& message) {
-  if (Status s = RecordEvent(ctx.client, object, type, reason, message, ctx.identity); !s.ok())
-    spdlog::warn("event {} not recorded: {}", reason, s.message());
-}
-
 // The container's resources with `from` replaced by `to` in limits and requests.
 json ReplaceResource(const json& resources, const GpuResourceRequest& from,
                      const GpuResourceRequest& to) {
@@ -171,83 +71,7 @@ json ReplaceResource(const json& resources, const GpuResourceRequest& from,
   return out;
 }
 
-// Re-reads the workload and sends the patch `build` makes of it, dry run first when asked;
-// a 409 starts over from the read (at most `retries` times).
-struct PatchAttempt {
-  json patch;          // null: nothing to do
-  std::string reason;  // why nothing, when patch is null
-};
-Result<json> ReadAndPatch(ChangeContext& ctx, const KubeResource& r, const std::string& ns,
-                          const std::string& name, bool dry_run_first,
-                          const std::function<Result<PatchAttempt>(const json&)>& build,
-                          const std::function<void(const json&)>& after_dry_run,
-                          std::string* nothing_reason) {
-  for (int attempt = 0; attempt <= ctx.max_conflict_retries; ++attempt) {
-    Result<json> current = ctx.client.Get(r, ns, name);
-    if (!current.ok()) return current.status();
-    // The guard, immediately before each write (the dry run, the patch, every retry).
-    auto refused = [&]() -> Result<bool> {
-      Result<std::string> why = WriteRefusal(ctx, ns, *current);
-      if (!why.ok()) return why.status();
-      *nothing_reason = *why;
-      return !why->empty();
-    };
-    Result<bool> no = refused();
-    if (!no.ok()) return no.status();
-    if (*no) return *current;
-    Result<PatchAttempt> made = build(*current);
-    if (!made.ok()) return made.status();
-    if (made->patch.is_null()) {
-      *nothing_reason = made->reason;
-      return *current;
-    }
-    made->patch["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];
-    if (dry_run_first) {
-      KubeWriteOptions dry;
-      dry.dry_run = true;
-      dry.field_manager = "gpuvpa-updater";
-      Result<json> checked = ctx.client.MergePatch(r, ns, name, made->patch, dry);
-      if (!checked.ok() && checked.status().code() == StatusCode::kAborted) continue;
-      if (!checked.ok()) return checked.status();
-      after_dry_run(*current);
-      // Again between the dry run and the patch: labels may have changed meanwhile.
-      no = refused();
-      if (!no.ok()) return no.status();
-      if (*no) return *current;
-    }
-    KubeWriteOptions real;
-    real.field_manager = "gpuvpa-updater";
-    Result<json> patched = ctx.client.MergePatch(r, ns, name, made->patch, real);
-    if (!patched.ok() && patched.status().code() == StatusCode::kAborted) continue;
-    return patched;
-  }
-  return Status(StatusCode::kAborted, "patch " + r.Describe(ns, name) +
-                                          ": still conflicting after " +
-                                          std::to_string(ctx.max_conflict_retries) + " re-reads");
-}
-
 }  // namespace
-
-std::string ChangeRateLimiter::Check(const std::string& ns, double now_s) {
-  Expire(now_s);
-  if (static_cast<int>(recent_.size()) >= limits_.per_cluster_per_hour)
-    return "rate limit: " + std::to_string(limits_.per_cluster_per_hour) +
-           " changes in the cluster in the last hour";
-  const auto in_ns =
-      std::count_if(recent_.begin(), recent_.end(), [&](const auto& r) { return r.second == ns; });
-  if (in_ns >= limits_.per_namespace_per_hour)
-    return "rate limit: " + std::to_string(limits_.per_namespace_per_hour) +
-           " changes in namespace " + ns + " in the last hour";
-  return "";
-}
-
-void ChangeRateLimiter::Record(const std::string& ns, double now_s) {
-  recent_.emplace_back(now_s, ns);
-}
-
-void ChangeRateLimiter::Expire(double now_s) {
-  while (!recent_.empty() && recent_.front().first <= now_s - 3600) recent_.pop_front();
-}
 
 json AppliedChange::ToJson() const {
   return {{"id", id},
@@ -525,150 +349,6 @@ Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& a, do
                               FormatUsd(a.monthly_after);
   Event(ctx, *patched, "Normal", "GpuvpaApplied", "applied: " + message);
   return ChangeOutcome{true, "applied: " + message};
-}
-
-namespace {
-
-// A rollback whose row a crash kept from the ledger: the signed rolled-back annotation says
-// what was undone and when, and the row is written again (the ledger keeps one).
-void ReconcileRollbackRow(ChangeContext& ctx, const std::string& ns, const std::string& kind,
-                          const std::string& name, const json& annotations) {
-  const auto it = annotations.find(kRolledBackAnnotation);
-  if (it == annotations.end() || !it->is_string()) return;
-  const json text = json::parse(it->get<std::string>(), nullptr, false);
-  if (!text.is_object() || !text.contains("change")) return;  // an older build's
-  auto unreadable = [&] {
-    spdlog::warn(
-        "{} {}/{}: annotation {} not readable or not signed; its rollback row is not "
-        "written again",
-        kind, ns, name, kRolledBackAnnotation);
-  };
-  Result<json> rolled_back = VerifiedAnnotation(text, ctx.change_key, kRolledBackAnnotation);
-  if (!rolled_back.ok()) return unreadable();
-  Result<AppliedChange> change =
-      AppliedChange::FromSignedJson(rolled_back->value("change", json()), ctx.change_key);
-  const json time = rolled_back->value("time", json());
-  const json floor = rolled_back->value("vramFloorBytes", json());
-  const json reason = rolled_back->value("reason", json());
-  if (!change.ok() || !time.is_string() || !floor.is_number() || !reason.is_string())
-    return unreadable();
-  Result<double> at = ParseTimestamp(time.get<std::string>());
-  if (!at.ok()) return unreadable();
-  Append(ctx, {RollbackRow(ns, kind, name, *change, static_cast<int64_t>(*at),
-                           reason.get<std::string>(), floor.get<double>())});
-}
-
-}  // namespace
-
-Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const std::string& ns,
-                                      const std::string& kind, const std::string& name,
-                                      const CurrentRecommendation& current_of, double window_s,
-                                      double now_s) {
-  RollbackOutcome out;
-  const KubeResource* resource = kube::WorkloadResource(kind);
-  if (resource == nullptr) return out;
-  Result<json> w = ctx.client.Get(*resource, ns, name);
-  if (!w.ok()) return w.status();
-  const json annotations = (*w)["metadata"].value("annotations", json::object());
-  if (!annotations.contains(kAppliedChangeAnnotation)) {
-    ReconcileRollbackRow(ctx, ns, kind, name, annotations);
-    return out;
-  }
-  const json& recorded = annotations[kAppliedChangeAnnotation];
-  const std::string recorded_text = recorded.is_string() ? recorded.get<std::string>() : "";
-  const json parsed = json::parse(recorded_text, nullptr, false);
-  Result<AppliedChange> change = AppliedChange::FromSignedJson(parsed, ctx.change_key);
-  if (!change.ok())
-    return Status(change.status().code(),
-                  resource->Describe(ns, name) + ": " + change.status().message());
-  // The change is on the workload: its rows are in the ledger (again, when a crash came
-  // between the patch and the rows; the ledger keeps one of each).
-  Append(ctx, AppliedRows(ns, kind, name, *change));
-  out.change = *change;
-  if (now_s - change->applied_at_s > window_s) return out;  // settled
-  std::string reason;
-  const v1::Recommendation* current = current_of ? current_of(change->container) : nullptr;
-  if (current != nullptr && current->cuda_oom_count() > change->cuda_oom_count)
-    reason = "the recommender recorded " +
-             std::to_string(current->cuda_oom_count() - change->cuda_oom_count) +
-             " CUDA OOM(s) since the change";
-  if (reason.empty()) {
-    KubeListOptions pods_of;
-    pods_of.label_selector = LabelSelectorOf(*w);
-    if (pods_of.label_selector.empty()) return out;
-    Result<KubeList> pods = ctx.client.List(kube::kPods, ns, pods_of);
-    if (!pods.ok()) return pods.status();
-    for (const json& pod : pods->items) {
-      Result<double> created = ParseTimestamp(
-          pod["metadata"].value("creationTimestamp", std::string("1970-01-01T00:00:00Z")));
-      // Pods from before the change say nothing about it (whole seconds on both sides).
-      if (!created.ok() || *created + 1 < change->applied_at_s) continue;
-      reason = FailureOf(pod, change->container);
-      if (!reason.empty()) break;
-    }
-  }
-  if (reason.empty()) return out;
-  out.reason = reason;
-  if (mode != UpdateMode::kAuto) {
-    out.withheld = "mode " + std::string(UpdateModeName(mode)) + ": not rolled back";
-    return out;
-  }
-  out.rolled_back = true;
-  out.vram_floor_bytes = VramAfterCudaOom(change->to_vram_capacity_bytes);
-  auto build = [&](const json& now_w) -> Result<PatchAttempt> {
-    const json ann = now_w["metadata"].value("annotations", json::object());
-    if (!ann.contains(kAppliedChangeAnnotation))
-      return PatchAttempt{nullptr, "already rolled back"};
-    // Only the change verified above is undone.
-    if (ann[kAppliedChangeAnnotation] != recorded_text)
-      return PatchAttempt{nullptr, "the applied-change annotation changed since it was read"};
-    json containers = now_w["spec"]["template"]["spec"].value("containers", json::array());
-    for (json& c : containers)
-      if (c.is_object() && c.value("name", "") == change->container)
-        c["resources"] = change->previous_resources;
-    json patch = {
-        {"metadata",
-         {{"annotations",
-           {{kAppliedChangeAnnotation, nullptr},
-            {kRolledBackAnnotation, SignedAnnotation({{"id", change->id},
-                                                      {"time", FormatTimestamp(now_s)},
-                                                      {"reason", reason},
-                                                      {"vramFloorBytes", out.vram_floor_bytes},
-                                                      {"change", parsed}},
-                                                     ctx.change_key)
-                                        .dump()}}}}},
-        {"spec", {{"template", {{"spec", {{"containers", containers}}}}}}}};
-    json& selector = patch["spec"]["template"]["spec"]["nodeSelector"];
-    if (change->previous_node_selector.is_object()) {
-      selector = change->previous_node_selector;
-      // Merge patch: keys the change added are removed.
-      const json now_selector =
-          now_w["spec"]["template"]["spec"].value("nodeSelector", json::object());
-      for (auto it = now_selector.begin(); it != now_selector.end(); ++it)
-        if (!selector.contains(it.key())) selector[it.key()] = nullptr;
-    } else {
-      selector = nullptr;
-    }
-    return PatchAttempt{patch, ""};
-  };
-  std::string nothing;
-  Result<json> patched = ReadAndPatch(
-      ctx, *resource, ns, name, /*dry_run_first=*/false, build, [](const json&) {}, &nothing);
-  if (!patched.ok()) {
-    Event(ctx, *w, "Warning", "GpuvpaRollbackFailed", reason + "; " + patched.status().message());
-    return patched.status();
-  }
-  if (!nothing.empty()) {
-    out.rolled_back = false;
-    out.withheld = nothing;
-    return out;
-  }
-  Append(ctx, {RollbackRow(ns, kind, name, *change, static_cast<int64_t>(now_s), reason,
-                           out.vram_floor_bytes)});
-  Event(ctx, *patched, "Warning", "GpuvpaRolledBack",
-        "rolled back " + change->container + " " + change->to_allocation + " -> " +
-            change->from_allocation + ": " + reason);
-  return out;
 }
 
 }  // namespace gpuvpa::updater

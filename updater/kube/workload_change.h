@@ -22,7 +22,6 @@
 // returns the VRAM floor for the status (the recommender's OOM rule over the failed capacity).
 #pragma once
 
-#include <deque>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -32,32 +31,12 @@
 #include "core/cost/ledger.h"
 #include "core/kube/kube_client.h"
 #include "updater/plan/planner.h"
+#include "updater/plan/rate_limit.h"
 
 namespace gpuvpa::updater {
 
 inline constexpr const char* kAppliedChangeAnnotation = "gpuvpa.io/applied-change";
 inline constexpr const char* kRolledBackAnnotation = "gpuvpa.io/rolled-back";
-
-struct ChangeLimits {
-  int per_namespace_per_hour = 2;
-  int per_cluster_per_hour = 20;
-  int max_conflict_retries = 5;
-};
-
-// Changes per namespace and cluster in the last hour (in memory: a restarted updater starts
-// with a fresh budget).
-class ChangeRateLimiter {
- public:
-  explicit ChangeRateLimiter(ChangeLimits limits) : limits_(limits) {}
-  // Empty when a change in `ns` may happen now, else why not.
-  std::string Check(const std::string& ns, double now_s);
-  void Record(const std::string& ns, double now_s);
-
- private:
-  void Expire(double now_s);
-  ChangeLimits limits_;
-  std::deque<std::pair<double, std::string>> recent_;
-};
 
 // What the applied-change annotation holds.
 struct AppliedChange {
@@ -110,26 +89,6 @@ struct ChangeOutcome {
 // Errors (the API refused, conflicts never resolved) are returned after their ledger row and
 // Event are written; a refusal by policy is an outcome with applied = false.
 Result<ChangeOutcome> ApplyChange(ChangeContext& ctx, const PlannedAction& action, double now_s);
-
-struct RollbackOutcome {
-  bool rolled_back = false;
-  std::string reason;
-  std::string withheld;  // a rollback was due but not written (mode, production, opt-out): why
-  double vram_floor_bytes = 0;
-  AppliedChange change;
-};
-
-// The recommendation of a container of the workload now, or null.
-using CurrentRecommendation = std::function<const v1::Recommendation*(const std::string&)>;
-
-// Checks the workload's last applied change (if any, and younger than `window_s`) against its
-// new pods and the changed container's recommendation now, and rolls it back when it failed.
-// A rollback is a write like any other: only in mode Auto, only past the production guard, and
-// only from an annotation whose signature verifies under ctx.change_key (else an error).
-Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const std::string& ns,
-                                      const std::string& kind, const std::string& name,
-                                      const CurrentRecommendation& current, double window_s,
-                                      double now_s);
 
 // `value` with a "signature" member: the HMAC-SHA-256 of the rest under `key`; and the value
 // without it when the signature verifies, else an error naming `annotation`.
