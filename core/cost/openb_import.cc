@@ -6,6 +6,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/text_lines.h"
+#include "core/cost/usage_row.h"
 
 namespace gpuvpa {
 namespace {
@@ -154,17 +155,15 @@ Result<OpenbImport> BuildOpenbImport(std::string_view pods_csv, std::string_view
       if (!p.ok()) return Status(p.status().code(), line + ": " + p.status().message());
       price = *p;
     }
-    LedgerAction a;
+    UsageRowFields a;
     a.action_id = "openb/" + std::string(row[col["name"]]);
     a.time_s = scheduled;
-    a.kind = ActionKind::kAllocatedUsage;
-    a.status = ActionStatus::kApplied;
     a.namespace_name = "openb-" + Lower(row[col["qos"]]);
     a.workload = std::string(row[col["name"]]);
     a.cost_center = ResolveCostCenter(config.cost_centers, a.namespace_name);
     a.gpu_model = model;
-    a.before = a.after = milli == 1000 ? "nvidia.com/gpu=" + std::to_string(num_gpu)
-                                       : "gpu-milli=" + std::to_string(milli);
+    a.allocation = milli == 1000 ? "nvidia.com/gpu=" + std::to_string(num_gpu)
+                                 : "gpu-milli=" + std::to_string(milli);
     a.period_start_s = scheduled;
     a.period_end_s = deleted;
     int64_t milli_gpus = 0;
@@ -174,11 +173,10 @@ Result<OpenbImport> BuildOpenbImport(std::string_view pods_csv, std::string_view
     Result<MicroUsd> allocated = PriceGpuTime(a.allocated_gpu_time, price);
     if (!allocated.ok())
       return Status(allocated.status().code(), line + ": " + allocated.status().message());
-    a.allocated = *allocated;
-    a.usage_measured = false;
+    a.allocated = *allocated;  // usage unmeasured: an allocation trace
     a.evidence_json =
         R"({"source":"alibaba/clusterdata cluster-trace-gpu-v2023 openb_pod_list_default.csv"})";
-    out.actions.push_back(std::move(a));
+    out.actions.push_back(AllocatedUsageRow(std::move(a)));
   }
   return out;
 }

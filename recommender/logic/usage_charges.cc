@@ -7,6 +7,7 @@
 #include "core/base/names.h"
 #include "core/base/workload_key.h"
 #include "core/cost/money.h"
+#include "core/cost/usage_row.h"
 
 namespace gpuvpa::recommender {
 
@@ -48,23 +49,19 @@ Result<UsageCharges> ChargePendingUsage(const FleetStore& store,
     const auto start = static_cast<int64_t>(std::floor(st.pending_from_s));
     const auto end =
         static_cast<int64_t>(std::ceil(st.pending_through_s + store.options().sample_period_s));
-    LedgerAction a;
-    a.action_id = UsageActionId(id, start, end, st.pending_samples, *allocated);
-    a.time_s = end;
-    a.kind = ActionKind::kAllocatedUsage;
-    a.status = ActionStatus::kApplied;
-    a.namespace_name = id.namespace_name();
-    a.workload = id.owner_kind() + "/" + id.owner_name() + "/" + id.container();
-    a.cost_center = id.cost_center();
-    a.gpu_model = id.gpu_model();
-    a.before = a.after = id.allocation();
-    a.period_start_s = start;
-    a.period_end_s = end;
-    a.allocated_gpu_time = *allocated;
-    a.allocated = *allocated_usd;
-    a.used_vram = *used_vram_usd;
-    a.used_sm = *used_sm_usd;
-    a.evidence_json = nlohmann::json{
+    UsageRowFields row;
+    row.action_id = UsageActionId(id, start, end, st.pending_samples, *allocated);
+    row.namespace_name = id.namespace_name();
+    row.workload = id.owner_kind() + "/" + id.owner_name() + "/" + id.container();
+    row.cost_center = id.cost_center();
+    row.gpu_model = id.gpu_model();
+    row.allocation = id.allocation();
+    row.period_start_s = start;
+    row.period_end_s = end;
+    row.allocated_gpu_time = *allocated;
+    row.allocated = *allocated_usd;
+    row.used = UsageRowFields::Used{*used_vram_usd, *used_sm_usd};
+    row.evidence_json = nlohmann::json{
         {"usd_per_gpu_hour", *price},
         {"samples", st.pending_samples},
         {"sm_p90_ratio", rec.sm_p90_ratio},
@@ -75,7 +72,7 @@ Result<UsageCharges> ChargePendingUsage(const FleetStore& store,
         {"confidence", rec.confidence},
         {"history_s",
          rec.history_s}}.dump();
-    out.actions.push_back(std::move(a));
+    out.actions.push_back(AllocatedUsageRow(std::move(row)));
     out.rows.push_back(rec.row);
     for (const DeviceCursor& c : st.devices)
       if (c.ingested_through_s > c.charged_through_s)
