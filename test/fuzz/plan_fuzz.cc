@@ -45,11 +45,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   static const gpuvpa::PriceBook prices = gpuvpa::PriceBook::BuiltInDefaults();
   if (data[0] % 2 == 0) {
-    gpuvpa::Result<std::vector<gpuvpa::v1::Recommendation>> recs = ParseRecommendationsJson(text);
+    gpuvpa::Result<std::vector<gpuvpa::v1::Recommendation>> recs =
+        gpuvpa::ParseRecommendationsJson(text);
     if (!recs.ok()) return 0;
     const Planner planner(gpuvpa::GpuCatalog::BuiltIn(), prices, "", UpdaterPolicy{});
     ReportInput input;
     input.actions = planner.PlanAll(*recs);
+    input.charts = ChartsOf(input.actions);  // charts as a recommendation may carry them
     for (const PlannedAction& a : input.actions) Check(a);
     (void)RenderHtmlReport(input);
     (void)RenderMarkdownReport(input);
