@@ -7,14 +7,15 @@
 namespace gpuvpa {
 namespace {
 
-// A channel to `address`, or to where GPUVPA_TEST_ADDRESS_MAP sends it with the TLS name check
-// still made against the written host.
-std::shared_ptr<grpc::Channel> Channel(const std::string& address,
+// A channel to the options' address, or to where GPUVPA_TEST_ADDRESS_MAP sends it with the TLS
+// name check still made against the written host.
+std::shared_ptr<grpc::Channel> Channel(const ClientChannelOptions& options,
                                        const std::shared_ptr<grpc::ChannelCredentials>& creds) {
-  std::optional<std::string> mapped = MappedAddress(address);
-  if (!mapped) return grpc::CreateChannel(address, creds);
   grpc::ChannelArguments args;
-  args.SetSslTargetNameOverride(SplitHostPort(address).host);
+  if (options.max_receive_bytes > 0) args.SetMaxReceiveMessageSize(options.max_receive_bytes);
+  std::optional<std::string> mapped = MappedAddress(options.address);
+  if (!mapped) return grpc::CreateCustomChannel(options.address, creds, args);
+  args.SetSslTargetNameOverride(SplitHostPort(options.address).host);
   return grpc::CreateCustomChannel(*mapped, creds, args);
 }
 
@@ -29,7 +30,7 @@ Result<std::shared_ptr<grpc::Channel>> MakeClientChannel(const ClientChannelOpti
     if (!options.client_cert_file.empty())
       return InvalidArgumentError("a client certificate without a CA file (" + options.address +
                                   "): mTLS needs the server's CA");
-    return Channel(options.address, grpc::InsecureChannelCredentials());
+    return Channel(options, grpc::InsecureChannelCredentials());
   }
   grpc::SslCredentialsOptions tls;
   Result<std::string> ca = ReadWholeFile(options.ca_file);
@@ -43,7 +44,7 @@ Result<std::shared_ptr<grpc::Channel>> MakeClientChannel(const ClientChannelOpti
     tls.pem_cert_chain = *std::move(cert);
     tls.pem_private_key = *std::move(key);
   }
-  return Channel(options.address, grpc::SslCredentials(tls));
+  return Channel(options, grpc::SslCredentials(tls));
 }
 
 }  // namespace gpuvpa

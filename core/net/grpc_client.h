@@ -16,6 +16,7 @@ struct ClientChannelOptions {
   std::string ca_file;           // PEM; empty: plaintext
   std::string client_cert_file;  // PEM; with client_key_file: mTLS
   std::string client_key_file;
+  int max_receive_bytes = 0;  // the largest answer taken; 0: gRPC's default (4 MiB)
 };
 
 // INVALID_ARGUMENT naming the option for an empty address or a lone certificate or key; the

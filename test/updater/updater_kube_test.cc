@@ -455,6 +455,43 @@ TEST_F(UpdaterKubeTest, LiveReportsDrawTheChartsOfRecommendationsFromGrpc) {
   bad->Shutdown();
 }
 
+// A fleet's recommendations with their charts are larger than gRPC's 4 MiB default answer.
+TEST_F(UpdaterKubeTest, AFleetsRecommendationsWithChartsAreTakenBeyondFourMiB) {
+  std::vector<v1::Recommendation> fleet;
+  for (int i = 0; i < 2500; ++i) {
+    v1::Recommendation r = Rec("bulk", "server-" + std::to_string(i));
+    v1::WorkloadCharts* c = r.mutable_charts();
+    for (int b = 0; b < 60; ++b) {
+      v1::ChartBar* bar = c->add_vram();
+      bar->set_from(1e9 + b * 1e8);
+      bar->set_to(1e9 + (b + 1) * 1e8);
+      bar->set_weight(1.0 / 60);
+    }
+    c->set_latest_hour(static_cast<int64_t>(UnixNowSeconds() / 3600));
+    for (int h = 0; h < 168; ++h) {
+      c->add_hourly_samples(60);
+      c->add_hourly_active(h % 60);
+    }
+    fleet.push_back(std::move(r));
+  }
+  size_t bytes = 0;
+  for (const v1::Recommendation& r : fleet) bytes += r.ByteSizeLong();
+  ASSERT_GT(bytes, 4u << 20);
+  FixedRecommendations service(std::move(fleet));
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  UpdaterPolicy policy;
+  policy.namespace_modes["bulk"] = UpdateMode::kOff;  // taken and validated, nothing planned
+  auto d = Daemon(kUpdaterToken, policy, {}, cluster_.dir().Path("bulk-reports"),
+                  "127.0.0.1:" + std::to_string(port));
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  server->Shutdown();
+}
+
 TEST_F(UpdaterKubeTest, ConflictsAreReReadAndRetried) {
   cluster_.api().InterposeWrites("deployments", 2);
   auto d = Daemon();

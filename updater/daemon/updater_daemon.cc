@@ -32,6 +32,10 @@ namespace {
 
 // How long the recommender's List may take.
 constexpr std::chrono::seconds kRecommenderTimeout{10};
+// The largest List answer taken. With charts a recommendation is about 1-3 KB (the demo fleet:
+// up to 60 histogram bars and 168 hourly cells), so gRPC's 4 MiB default would refuse a fleet
+// of a few thousand workloads; 256 MiB holds about 100,000.
+constexpr int kMaxRecommendationsAnswerBytes = 256 << 20;
 
 }  // namespace
 
@@ -131,7 +135,9 @@ Result<std::vector<v1::Recommendation>> UpdaterDaemon::LoadRecommendations() {
       return InvalidArgumentError(options_.recommendations_file + ": " + parsed.status().message());
     return parsed;
   }
-  Result<std::shared_ptr<grpc::Channel>> channel = MakeClientChannel(options_.recommender);
+  ClientChannelOptions recommender = options_.recommender;
+  recommender.max_receive_bytes = kMaxRecommendationsAnswerBytes;
+  Result<std::shared_ptr<grpc::Channel>> channel = MakeClientChannel(recommender);
   if (!channel.ok()) return channel.status();
   auto stub = v1::RecommendationService::NewStub(*channel);
   grpc::ClientContext context;
