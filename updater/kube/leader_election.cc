@@ -33,7 +33,10 @@ Result<double> ParseMicroTime(const std::string& text) {
   if (!whole.ok()) return whole.status();
   double fraction = 0;
   try {
-    fraction = std::stod("0" + text.substr(dot, (z == std::string::npos ? text.size() : z) - dot));
+    // ".123" as "0.123" (an insert, not "0" + ...: GCC 12's -Wrestrict misfires on that).
+    std::string digits = text.substr(dot, (z == std::string::npos ? text.size() : z) - dot);
+    digits.insert(digits.begin(), '0');
+    fraction = std::stod(digits);
   } catch (const std::exception&) {
     return InvalidArgumentError("MicroTime \"" + text + "\" has a bad fraction");
   }
