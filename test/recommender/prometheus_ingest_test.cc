@@ -16,6 +16,7 @@
 #include <thread>
 #include <tuple>
 
+#include "core/api/recommendation_contract.h"
 #include "core/base/time_format.h"
 #include "core/config/config.h"
 #include "core/gpu/gpu_catalog.h"
@@ -643,6 +644,27 @@ TEST_F(PrometheusIngestTest, DaemonServesMetricsAndTheApiAndSurvivesARestart) {
     v1::ListRecommendationsRequest req;
     ASSERT_TRUE(stub->List(&ctx, req, &list).ok());
     EXPECT_EQ(list.recommendations_size(), 6);
+    for (const v1::Recommendation& r : list.recommendations())
+      EXPECT_FALSE(r.has_charts()) << "charts only when asked for";
+  }
+  {
+    // Asked for, each recommendation carries its charts, and they pass the contract's checks.
+    grpc::ClientContext ctx;
+    v1::ListRecommendationsRequest req;
+    req.set_include_charts(true);
+    v1::ListRecommendationsResponse charted;
+    ASSERT_TRUE(stub->List(&ctx, req, &charted).ok());
+    ASSERT_EQ(charted.recommendations_size(), 6);
+    for (int i = 0; i < charted.recommendations_size(); ++i) {
+      const v1::Recommendation& r = charted.recommendations(i);
+      ASSERT_TRUE(r.has_charts()) << r.identity().owner_name();
+      EXPECT_FALSE(r.charts().vram().empty());
+      EXPECT_EQ(r.charts().hourly_samples_size(), 168);
+      EXPECT_TRUE(ValidateRecommendation(r, "recommendations[" + std::to_string(i) + "]").ok());
+      v1::Recommendation plain = r;
+      plain.clear_charts();
+      EXPECT_EQ(plain.SerializeAsString(), list.recommendations(i).SerializeAsString());
+    }
   }
   {
     grpc::ClientContext ctx;
