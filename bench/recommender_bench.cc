@@ -18,6 +18,7 @@
 #include "recommender/logic/recommender.h"
 #include "recommender/model/fleet_store.h"
 #include "recommender/model/histogram.h"
+#include "recommender/output/recommendation_format.h"
 
 namespace gpuvpa::recommender {
 namespace {
@@ -245,6 +246,22 @@ void BM_RecommendAll(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 BENCHMARK(BM_RecommendAll)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+// The owner-report charts of every workload (what the daemon adds to each poll's snapshot
+// while a reader wants them), and their wire size.
+void BM_ChartsOfFleet(benchmark::State& state) {
+  const auto n = static_cast<uint32_t>(state.range(0));
+  const FleetStore store = SyntheticFleet(n);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    bytes = 0;
+    for (uint32_t row = 0; row < n; ++row) bytes += ChartsOf(store, row).ByteSizeLong();
+    benchmark::DoNotOptimize(bytes);
+  }
+  state.counters["wire_bytes_per_workload"] = static_cast<double>(bytes) / n;
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_ChartsOfFleet)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 long ResidentBytes() {
   long pages = 0;

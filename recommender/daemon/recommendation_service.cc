@@ -21,7 +21,11 @@ bool Matches(const v1::ListRecommendationsRequest& f, const v1::Recommendation& 
 grpc::Status RecommendationServiceImpl::List(grpc::ServerContext*,
                                              const v1::ListRecommendationsRequest* request,
                                              v1::ListRecommendationsResponse* response) {
-  const auto snap = daemon_.snapshot();
+  // Charts are computed only for readers that ask; the first such List after a quiet spell
+  // waits for them up to this long (the updater's deadline is 10 s).
+  constexpr std::chrono::seconds kChartsWait{5};
+  const auto snap =
+      request->include_charts() ? daemon_.SnapshotWithCharts(kChartsWait) : daemon_.snapshot();
   response->set_revision(snap->revision);
   for (const auto& [key, rec] : snap->by_key) {
     if (!Matches(*request, rec)) continue;

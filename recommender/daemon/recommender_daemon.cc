@@ -221,9 +221,19 @@ Status RecommenderDaemon::SaveCheckpointNow(double now_s) {
 void RecommenderDaemon::Run() {
   while (!stop_) {
     (void)PollOnce(UnixNowSeconds());
+    const auto next_poll = std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(config_.poll_interval_s));
     std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait_for(lock, std::chrono::duration<double>(config_.poll_interval_s),
-                      [&] { return stop_.load(); });
+    // Between polls, a List waiting for charts gets them added to the current snapshot.
+    while (changed_.wait_until(lock, next_poll, [&] {
+      return stop_.load() || charts_requested_;
+    }) && !stop_) {
+      charts_requested_ = false;
+      lock.unlock();
+      RepublishWithCharts();
+      lock.lock();
+    }
   }
   if (Status s = SaveCheckpointNow(UnixNowSeconds()); !s.ok())
     spdlog::error("checkpoint at stop: {}", s.message());
@@ -248,8 +258,8 @@ void RecommenderDaemon::Publish(const std::vector<Recommendation>& recs) {
     const v1::WorkloadIdentity& id = proto.identity();
     AssignWorkloadKey(key, id.namespace_name(), id.owner_kind(), id.owner_name(), id.container());
     next->by_key.emplace(key, std::move(proto));
-    next->charts_by_key.emplace(key, ChartsOf(store_, r.row));
   }
+  if (UnixNowSeconds() < charts_wanted_until_s_.load()) AddCharts(*next);
   {
     std::lock_guard<std::mutex> lock(mu_);
     bool same = next->by_key.size() == snapshot_->by_key.size();
@@ -304,6 +314,36 @@ void RecommenderDaemon::UpdateMetrics(const RecommendationSnapshot& snap) {
         "--metric-labels-allowlist and --metric-annotations-allowlist)?",
         unallocated, snap.by_key.size(), kUnallocatedCostCenter);
   warned_unallocated_ = too_many;
+}
+
+void RecommenderDaemon::AddCharts(RecommendationSnapshot& snap) const {
+  for (const auto& [key, rec] : snap.by_key)
+    if (std::optional<uint32_t> row = store_.Find(key))
+      snap.charts_by_key.emplace(key, ChartsOf(store_, *row));
+  snap.has_charts = true;
+}
+
+void RecommenderDaemon::RepublishWithCharts() {
+  auto next = std::make_shared<RecommendationSnapshot>(*snapshot());
+  if (next->has_charts) return;
+  AddCharts(*next);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    snapshot_ = next;
+  }
+  changed_.notify_all();
+}
+
+std::shared_ptr<const RecommendationSnapshot> RecommenderDaemon::SnapshotWithCharts(
+    std::chrono::milliseconds timeout) {
+  charts_wanted_until_s_ = UnixNowSeconds() + kChartsWantedForS;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!snapshot_->has_charts) {
+    charts_requested_ = true;
+    changed_.notify_all();
+    changed_.wait_for(lock, timeout, [&] { return stop_.load() || snapshot_->has_charts; });
+  }
+  return snapshot_;
 }
 
 std::shared_ptr<const RecommendationSnapshot> RecommenderDaemon::snapshot() const {

@@ -33,10 +33,17 @@ namespace gpuvpa::recommender {
 struct RecommendationSnapshot {
   uint64_t revision = 0;
   std::map<std::string, v1::Recommendation> by_key;  // AssignWorkloadKey order
-  // Each workload's charts, by the same key: sent only to a List that asks for them, and not
-  // part of the revision (the hourly activity moves every poll).
+  // Each workload's charts, by the same key, in the snapshots published while a reader wants
+  // them (a List with include_charts in the last kChartsWantedForS): for a large fleet they
+  // cost more than the recommendations (bench/recommender_bench.cc BM_ChartsOfFleet). Not part
+  // of the revision (the hourly activity moves every poll).
+  bool has_charts = false;
   std::map<std::string, v1::WorkloadCharts> charts_by_key;
 };
+
+// How long after the last List that asked for charts the polls keep computing them (the
+// updater asks at every cycle and writes its reports hourly).
+inline constexpr double kChartsWantedForS = 2 * 3600;
 
 class RecommenderDaemon {
  public:
@@ -59,6 +66,11 @@ class RecommenderDaemon {
   std::shared_ptr<const RecommendationSnapshot> WaitForChange(uint64_t revision,
                                                               std::chrono::milliseconds timeout);
   bool stopping() const { return stop_.load(); }
+  // The snapshot with each workload's charts. When the current one has none (nobody asked
+  // lately), the poll loop adds them to it between polls; this waits up to `timeout` for that
+  // and otherwise returns the snapshot as it is (charts come with the next poll).
+  std::shared_ptr<const RecommendationSnapshot> SnapshotWithCharts(
+      std::chrono::milliseconds timeout);
 
   // /metrics (Prometheus text), /healthz (the loop is alive), /readyz (recommendations are
   // current: a poll succeeded and fewer than unready_after_failed_polls failed since),
@@ -74,6 +86,10 @@ class RecommenderDaemon {
  private:
   RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa);
   void Publish(const std::vector<Recommendation>& recommendations);
+  // Fills snap.charts_by_key from the store (the poll loop's thread only).
+  void AddCharts(RecommendationSnapshot& snap) const;
+  // The current snapshot again, with its charts (the poll loop's thread only).
+  void RepublishWithCharts();
   void UpdateMetrics(const RecommendationSnapshot& snapshot);
 
   DaemonConfig config_;
@@ -89,6 +105,8 @@ class RecommenderDaemon {
   std::condition_variable changed_;
   std::shared_ptr<const RecommendationSnapshot> snapshot_;
   std::atomic<bool> stop_{false};
+  bool charts_requested_ = false;  // under mu_: a List waits for charts
+  std::atomic<double> charts_wanted_until_s_{0};
   std::atomic<bool> ready_{false};  // a poll has succeeded
   std::atomic<int> failed_polls_in_a_row_{0};
   mutable std::mutex last_error_mu_;
