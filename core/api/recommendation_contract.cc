@@ -2,6 +2,7 @@
 #include "core/api/recommendation_contract.h"
 
 #include <cmath>
+#include <span>
 #include <utility>
 
 #include "core/base/names.h"
@@ -11,9 +12,9 @@
 namespace gpuvpa {
 namespace {
 
-// Sample times are refused outside [2000, 2100) at ingest; so are the charts' hours.
-constexpr int64_t kMinChartHour = 946684800 / 3600;
-constexpr int64_t kMaxChartHour = 4102444800 / 3600;
+// The charts' hours lie where sample times may.
+constexpr int64_t kMinChartHour = static_cast<int64_t>(kMinSampleTimeS) / 3600;
+constexpr int64_t kMaxChartHour = static_cast<int64_t>(kMaxSampleTimeS) / 3600;
 constexpr int kMaxChartHours = 168;   // a week
 constexpr int kMaxChartBars = 10000;  // more buckets than any histogram of the store has
 
@@ -85,18 +86,21 @@ Status ValidateRecommendation(const v1::Recommendation& r, const std::string& wh
       {"vram_observed_peak_bytes", r.vram_observed_peak_bytes()},
       {"vram_history_peak_bytes", r.vram_history_peak_bytes()},
       {"vram_limit_bytes", r.vram_limit_bytes()}};
-  for (const auto& [field, v] : bytes)
-    if (!std::isfinite(v) || v < 0 || v > kMaxVramBytes)
-      return InvalidArgumentError(where + "." + field + ": " + FormatNumber(v) +
-                                  " is not a byte count in 0.." + FormatNumber(kMaxVramBytes));
+  // Each group: finite and in 0..max, else an error naming the field, the value and the rule.
+  auto in_range = [&](std::span<const std::pair<const char*, double>> fields, double max,
+                      const std::string& rule) {
+    for (const auto& [field, v] : fields)
+      if (!std::isfinite(v) || v < 0 || v > max)
+        return InvalidArgumentError(where + "." + field + ": " + FormatNumber(v) + " " + rule);
+    return OkStatus();
+  };
+  GPUVPA_RETURN_IF_ERROR(
+      in_range(bytes, kMaxVramBytes, "is not a byte count in 0.." + FormatNumber(kMaxVramBytes)));
   const std::pair<const char*, double> ratios[] = {{"sm_p90_ratio", r.sm_p90_ratio()},
                                                    {"sm_p99_ratio", r.sm_p99_ratio()},
                                                    {"active_duty_ratio", r.active_duty_ratio()},
                                                    {"idle_hours_ratio", r.idle_hours_ratio()}};
-  for (const auto& [field, v] : ratios)
-    if (!std::isfinite(v) || v < 0 || v > 1)
-      return InvalidArgumentError(where + "." + field + ": " + FormatNumber(v) +
-                                  " is not a ratio in 0..1");
+  GPUVPA_RETURN_IF_ERROR(in_range(ratios, 1, "is not a ratio in 0..1"));
   const std::pair<const char*, double> others[] = {
       {"confidence", r.confidence()},
       {"history_s", r.history_s()},
@@ -105,10 +109,7 @@ Status ValidateRecommendation(const v1::Recommendation& r, const std::string& wh
       {"idle_tax_usd_vram", r.idle_tax_usd_vram()},
       {"allocated_usd", r.allocated_usd()},
       {"allocated_gpu_hours", r.allocated_gpu_hours()}};
-  for (const auto& [field, v] : others)
-    if (!std::isfinite(v) || v < 0 || v > 1e12)
-      return InvalidArgumentError(where + "." + field + ": " + FormatNumber(v) +
-                                  " is not a finite non-negative number");
+  GPUVPA_RETURN_IF_ERROR(in_range(others, 1e12, "is not a finite non-negative number"));
   // No VRAM figure above what the device holds (samples above it are refused at ingest).
   if (Result<const GpuModel*> model = GpuCatalog::BuiltIn().FindModel(r.identity().gpu_model());
       model.ok())

@@ -11,6 +11,12 @@
 
 namespace gpuvpa {
 
+// Sample times outside [2000-01-01, 2100-01-01) are refused at the store's boundary whatever
+// the source checks: they keep every decay factor and every ledger time finite and in range.
+// A reader holds the recommendation's times (its charts' hours) to the same range.
+inline constexpr double kMinSampleTimeS = 946684800;
+inline constexpr double kMaxSampleTimeS = 4102444800;
+
 // No device has a petabyte: a larger value is a unit or data error, not usage.
 inline constexpr double kMaxVramBytes = 1e15;
 

@@ -47,11 +47,6 @@ struct FleetStoreOptions {
   double idle_sm_threshold = 0.05;
 };
 
-// Sample times outside [2000-01-01, 2100-01-01) are refused at the store's boundary whatever
-// the source checks: they keep every decay factor and every ledger time finite and in range.
-inline constexpr double kMinSampleTimeS = 946684800;
-inline constexpr double kMaxSampleTimeS = 4102444800;
-
 // One observation of one device (or MIG instance, or shared replica) of a workload-container.
 struct GpuSample {
   double time_s = 0;
