@@ -179,7 +179,7 @@ Result<TraceReplayReport> TraceReplayer::Replay(std::string_view csv, bool relea
     }
     ReplayRow(pass);
   }
-  FlushPending(pass.report, pass.store_issues, pass.have_time);
+  FlushPending(pass);
   return Finish(pass);
 }
 
@@ -385,7 +385,7 @@ std::optional<uint32_t> TraceReplayer::ResolveRow(Pass& pass) {
   }
   // A new identity for a tracked workload changes how its samples are accounted: the samples
   // parsed before it go in first, under the old one.
-  if (row) FlushPending(pass.report, pass.store_issues, pass.have_time);
+  if (row) FlushPending(pass);
   row = store_.Track(std::move(admitted->identity), admitted->unit);
   if (row_cache_.size() <= *row) row_cache_.resize(*row + 1);
   row_cache_[*row] = {key_buffer_, std::string(pass.field(kAllocation)),
@@ -420,12 +420,12 @@ uint32_t TraceReplayer::TrackSeries(Pass& pass, uint32_t row, int device) {
   // sample-by-sample replay: every pending sample shares the store's current reference.
   if (store_.clock().WouldShift(sample.sample.time_s)) {
     pending_.pop_back();
-    FlushPending(pass.report, pass.store_issues, pass.have_time);
+    FlushPending(pass);
     pending_.push_back(sample);
-    FlushPending(pass.report, pass.store_issues, pass.have_time);
+    FlushPending(pass);
   } else if (pending_.size() >=
              std::clamp(kSamplesPerWorkload * store_.size(), kMinIngestBatch, kMaxIngestBatch)) {
-    FlushPending(pass.report, pass.store_issues, pass.have_time);
+    FlushPending(pass);
   }
 }
 
@@ -504,9 +504,11 @@ uint32_t TraceReplayer::FindSeries() {
   return it->second;
 }
 
-void TraceReplayer::FlushPending(TraceReplayReport& report, std::vector<TraceIssue>& store_issues,
-                                 bool& have_time) {
+void TraceReplayer::FlushPending(Pass& pass) {
   if (pending_.empty()) return;
+  TraceReplayReport& report = pass.report;
+  std::vector<TraceIssue>& store_issues = pass.store_issues;
+  bool& have_time = pass.have_time;
   // A counting sort by workload row, stable: each workload's samples keep their trace order,
   // and one workload's histograms stay in cache while its samples go in. Workloads touch
   // disjoint state (the decay reference is shared, and no pending sample moves it), so the

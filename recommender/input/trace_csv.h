@@ -120,9 +120,9 @@ class TraceReplayer {
     GpuSample sample;
   };
   // Ingests the pending samples grouped by workload (each workload's in their trace order) and
-  // counts their outcomes into `report`; store refusals go to `store_issues` (line order).
-  void FlushPending(TraceReplayReport& report, std::vector<TraceIssue>& store_issues,
-                    bool& have_time);
+  // counts their outcomes into the pass's report; store refusals go to its store_issues (line
+  // order).
+  void FlushPending(Pass& pass);
 
   std::vector<PendingSample> pending_;
   std::vector<uint32_t> pending_order_;  // scratch of FlushPending
