@@ -39,16 +39,7 @@ struct UpdaterFlags {
 };
 
 std::unique_ptr<CLI::App> UpdaterApp(UpdaterFlags& f) {
-  UpdaterDaemonOptions& o = f.o;
-  std::string& kubeconfig = f.kubeconfig;
-  std::string& context = f.context;
-  std::string& config_path = f.config_path;
-  std::string& policy_path = f.policy_path;
-  std::string& listen_http = f.listen_http;
-  std::string& log_level = f.log_level;
-  bool& once = f.once;
-  std::string& max_mode = f.max_mode;
-  o.lease.identity = DefaultIdentity();
+  f.o.lease.identity = DefaultIdentity();
   auto app = NewCommandApp(
       "gpuvpa-updater", "",
       "The long-running updater: watches GpuVerticalPodAutoscaler objects, plans the cheapest "
@@ -58,70 +49,71 @@ std::unique_ptr<CLI::App> UpdaterApp(UpdaterFlags& f) {
       "an Event), rolls back changes that end in CUDA OOM or CrashLoopBackOff, and writes the "
       "owner reports. Only the replica holding the Lease acts. Stops on SIGTERM/SIGINT, giving "
       "the lease up. Exit 0 on a clean stop, 1 on failure, 2 on bad usage.");
-  app->add_option("--kubeconfig", kubeconfig,
+  app->add_option("--kubeconfig", f.kubeconfig,
                   "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)");
-  app->add_option("--context", context, "kubeconfig context (default: current-context)");
+  app->add_option("--context", f.context, "kubeconfig context (default: current-context)");
   auto* source = app->add_option_group("recommendations", "where recommendations come from");
-  source->add_option("--recommender", o.recommender.address,
+  source->add_option("--recommender", f.o.recommender.address,
                      "gpuvpa-recommender gRPC address (host:port)");
-  source->add_option("--recommendations", o.recommendations_file,
+  source->add_option("--recommendations", f.o.recommendations_file,
                      "a file as `gpuvpa recommend --format json` writes it (re-read each cycle)");
   source->require_option(1);
-  app->add_option("--recommender-ca", o.recommender.ca_file, "CA file: TLS to the recommender");
-  app->add_option("--recommender-cert", o.recommender.client_cert_file,
+  app->add_option("--recommender-ca", f.o.recommender.ca_file, "CA file: TLS to the recommender");
+  app->add_option("--recommender-cert", f.o.recommender.client_cert_file,
                   "client certificate (PEM) for the recommender: mTLS");
-  app->add_option("--recommender-key", o.recommender.client_key_file,
+  app->add_option("--recommender-key", f.o.recommender.client_key_file,
                   "client key (PEM) for the recommender");
-  app->add_option("--config", config_path, "gpuvpa config (prices, cost centers)");
-  app->add_option("--policy", policy_path,
+  app->add_option("--config", f.config_path, "gpuvpa config (prices, cost centers)");
+  app->add_option("--policy", f.policy_path,
                   "update policy YAML (namespace defaults, production selector, thresholds)");
-  app->add_option("--ledger", o.ledger_path, "ledger file for proposals, changes and rollbacks");
-  app->add_option("--ledger-service", o.ledger_service.address,
+  app->add_option("--ledger", f.o.ledger_path, "ledger file for proposals, changes and rollbacks");
+  app->add_option("--ledger-service", f.o.ledger_service.address,
                   "the ledger's owner (gpuvpa-recommender --accept-ledger-rows), host:port: rows "
                   "go there instead of to a file");
-  app->add_option("--ledger-service-ca", o.ledger_service.ca_file,
+  app->add_option("--ledger-service-ca", f.o.ledger_service.ca_file,
                   "CA (PEM) of the ledger service: TLS");
-  app->add_option("--ledger-service-cert", o.ledger_service.client_cert_file,
+  app->add_option("--ledger-service-cert", f.o.ledger_service.client_cert_file,
                   "client certificate (PEM) for the ledger service: mTLS");
-  app->add_option("--ledger-service-key", o.ledger_service.client_key_file,
+  app->add_option("--ledger-service-key", f.o.ledger_service.client_key_file,
                   "client key (PEM) for the ledger service");
-  app->add_option("--spool", o.spool_path,
+  app->add_option("--spool", f.o.spool_path,
                   "rows the ledger (service) refuses wait in this file, fsync'd, and are moved "
                   "to it once it answers (default: none)");
-  app->add_option("--change-key-file", o.change_key_file,
+  app->add_option("--change-key-file", f.o.change_key_file,
                   "key (at least 32 bytes; a mounted Secret, the same for every replica) that "
                   "signs the applied-change annotation: a rollback restores only signed values")
       ->check(CLI::ExistingFile);
-  app->add_option("--max-mode", max_mode,
+  app->add_option("--max-mode", f.max_mode,
                   "the highest mode any namespace, GVPA or policy entry gets: Report never "
                   "patches or rolls back a workload (the report-only install), Off plans nothing")
       ->check(CLI::IsMember({"Off", "Report", "Auto"}));
-  app->add_option("--report-dir", o.report_dir, "write the owner reports into this directory");
-  app->add_option("--report-format", o.report_formats, "report formats: html,md,json,csv");
-  app->add_option("--report-interval", o.report_interval_s, "seconds between report writes")
+  app->add_option("--report-dir", f.o.report_dir, "write the owner reports into this directory");
+  app->add_option("--report-format", f.o.report_formats, "report formats: html,md,json,csv");
+  app->add_option("--report-interval", f.o.report_interval_s, "seconds between report writes")
       ->check(PositiveNumber());
-  app->add_option("--interval", o.interval_s, "seconds between cycles")->check(PositiveNumber());
-  app->add_option("--identity", o.lease.identity, "this replica's name in the Lease and Events");
-  app->add_option("--lease-namespace", o.lease.ns, "namespace of the Lease");
-  app->add_option("--lease-name", o.lease.name, "name of the Lease");
-  app->add_option("--lease-duration", o.lease.duration_s,
+  app->add_option("--interval", f.o.interval_s, "seconds between cycles")->check(PositiveNumber());
+  app->add_option("--identity", f.o.lease.identity, "this replica's name in the Lease and Events");
+  app->add_option("--lease-namespace", f.o.lease.ns, "namespace of the Lease");
+  app->add_option("--lease-name", f.o.lease.name, "name of the Lease");
+  app->add_option("--lease-duration", f.o.lease.duration_s,
                   "seconds a leader's lease lasts without renewal")
       ->check(NumberInRange(1, 3600));
   app->add_option(
-         "--rollback-window", o.rollback_window_s,
+         "--rollback-window", f.o.rollback_window_s,
          "seconds after a change during which a CUDA OOM or CrashLoopBackOff rolls it back")
       ->check(NonNegativeNumber());
-  app->add_option("--rollback-hold", o.rollback_hold_s,
+  app->add_option("--rollback-hold", f.o.rollback_hold_s,
                   "seconds of new history needed before a rolled-back workload changes again")
       ->check(NonNegativeNumber());
-  app->add_option("--max-changes-per-namespace", o.limits.per_namespace_per_hour,
+  app->add_option("--max-changes-per-namespace", f.o.limits.per_namespace_per_hour,
                   "changes per namespace per hour")
       ->check(CLI::Range(0, 100000));
-  app->add_option("--max-changes", o.limits.per_cluster_per_hour, "changes per hour, cluster-wide")
+  app->add_option("--max-changes", f.o.limits.per_cluster_per_hour,
+                  "changes per hour, cluster-wide")
       ->check(CLI::Range(0, 1000000));
-  app->add_option("--listen-http", listen_http, "host:port for /metrics, /healthz, /readyz");
-  app->add_flag("--once", once, "run one cycle (taking the lease if free), print it and exit");
-  app->add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
+  app->add_option("--listen-http", f.listen_http, "host:port for /metrics, /healthz, /readyz");
+  app->add_flag("--once", f.once, "run one cycle (taking the lease if free), print it and exit");
+  app->add_option("--log-level", f.log_level, "trace, debug, info, warn, error, off");
   return app;
 }
 
