@@ -14,7 +14,7 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-std::string Num(double v, int digits) { return Fixed(v, digits); }
+std::string Num(double v, int digits) { return FormatFixed(v, digits); }
 std::string Esc(std::string_view text) { return HtmlEscape(text); }
 
 }  // namespace

@@ -26,6 +26,12 @@ std::string FormatNumber(double value) {
   return buf;
 }
 
+std::string FormatFixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
 std::string QuoteForError(std::string_view value) {
   // Shown in errors: cut very long values and make control bytes visible.
   std::string out = "\"";

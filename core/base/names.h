@@ -39,6 +39,8 @@ Status ValidateLabelText(std::string_view field, std::string_view value);
 std::string QuoteForError(std::string_view value);
 // A number for a message: up to 10 significant digits, no trailing zeros ("%.10g").
 std::string FormatNumber(double value);
+// `value` with `digits` decimals ("%.*f").
+std::string FormatFixed(double value, int digits);
 
 // Joins parts into one id that reads back unambiguously: each part is percent-escaped ('%',
 // '/', ':' and bytes outside printable ASCII become %XX) and the parts are joined by '/'.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/base/names.h"
 #include "core/cost/money.h"
 
 namespace gpuvpa::updater {
@@ -16,12 +17,6 @@ namespace {
 Status FieldError(const std::string& where, const std::string& field, const json& value,
                   const std::string& why) {
   return InvalidArgumentError(where + ": " + field + ": " + value.dump() + " " + why);
-}
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
 }
 
 json Condition(const json& previous, const std::string& type, bool status,
@@ -82,8 +77,8 @@ Result<double> ParseQuantityBytes(const json& value) {
 
 std::string FormatQuantityBytes(double bytes) {
   const double mib = std::ceil(std::max(0.0, bytes) / 1048576.0);
-  if (std::fmod(mib, 1024.0) == 0 && mib > 0) return Fixed(mib / 1024.0, 0) + "Gi";
-  return Fixed(mib, 0) + "Mi";
+  if (std::fmod(mib, 1024.0) == 0 && mib > 0) return FormatFixed(mib / 1024.0, 0) + "Gi";
+  return FormatFixed(mib, 0) + "Mi";
 }
 
 static Result<Gvpa> ParseGvpaOrThrow(const json& o);
@@ -188,7 +183,7 @@ json BuildGvpaStatus(const Gvpa& gvpa, const GvpaStatusInput& in) {
               {"from", a.from_allocation},
               {"to", a.to_allocation},
               {"gpuModel", a.to_model},
-              {"confidence", Fixed(e.confidence(), 1)},
+              {"confidence", FormatFixed(e.confidence(), 1)},
               {"applyMode", std::string(UpdateModeName(a.mode)) +
                                 (a.production ? " (production namespace: never applied)" : "")},
               {"reason", a.reason}};
@@ -197,7 +192,7 @@ json BuildGvpaStatus(const Gvpa& gvpa, const GvpaStatusInput& in) {
       c["vramTarget"] = FormatQuantityBytes(e.vram_target_bytes());
       c["vramLowerBound"] = FormatQuantityBytes(e.vram_lower_bytes());
       c["vramUpperBound"] = FormatQuantityBytes(e.vram_upper_bytes());
-      c["smP90"] = Fixed(e.sm_p90_ratio(), 2);
+      c["smP90"] = FormatFixed(e.sm_p90_ratio(), 2);
     } else {
       withheld = e.withheld_reason();
     }
@@ -226,7 +221,7 @@ json BuildGvpaStatus(const Gvpa& gvpa, const GvpaStatusInput& in) {
                                  in.now));
   conditions.push_back(Condition(
       prev, "LowConfidence", low_confidence, low_confidence ? "ShortHistory" : "EnoughHistory",
-      "lowest confidence " + Fixed(std::max(0.0, min_confidence), 1), in.now));
+      "lowest confidence " + FormatFixed(std::max(0.0, min_confidence), 1), in.now));
   conditions.push_back(Condition(prev, "NeedsLargerGpu", needs_larger,
                                  needs_larger ? "VramAboveDevice" : "Fits",
                                  needs_larger ? "the VRAM p98 is above what the allocation holds"
@@ -242,7 +237,7 @@ json BuildGvpaStatus(const Gvpa& gvpa, const GvpaStatusInput& in) {
                  {"summary",
                   {{"action", biggest ? std::string(PlanKindName(biggest->kind)) : "none"},
                    {"monthlySavings", FormatUsd(savings)},
-                   {"confidence", Fixed(std::max(0.0, min_confidence), 1)},
+                   {"confidence", FormatFixed(std::max(0.0, min_confidence), 1)},
                    {"applied", in.applied.empty() ? "-" : in.applied}}},
                  {"recommendation", {{"containerRecommendations", containers}}},
                  {"conditions", conditions}};

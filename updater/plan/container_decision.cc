@@ -2,22 +2,12 @@
 #include "updater/plan/container_decision.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <exception>
 
+#include "core/base/names.h"
 #include "core/gpu/gpu_allocation.h"
 
 namespace gpuvpa::updater {
-namespace {
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-}  // namespace
-
 v1::Recommendation Constrain(const v1::Recommendation& r, const GvpaContainerPolicy* policy,
                              const std::optional<GvpaRollback>& rollback) {
   v1::Recommendation out = r;
@@ -34,7 +24,7 @@ v1::Recommendation Constrain(const v1::Recommendation& r, const GvpaContainerPol
 }
 
 std::string EvidenceMark(const v1::Recommendation& r) {
-  return Fixed(r.history_s(), 0) + ":" + std::to_string(r.cuda_oom_count());
+  return FormatFixed(r.history_s(), 0) + ":" + std::to_string(r.cuda_oom_count());
 }
 
 bool HasNewEvidence(const v1::Recommendation& r, const GvpaRollback& rollback, double hold_s) {

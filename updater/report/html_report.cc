@@ -12,7 +12,7 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 std::string Esc(std::string_view text) { return HtmlEscape(text); }
-std::string Num(double v, int digits = 1) { return Fixed(v, digits); }
+std::string Num(double v, int digits = 1) { return FormatFixed(v, digits); }
 
 constexpr const char* kStyle = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}

@@ -143,10 +143,10 @@ std::string UnallocatedWarning(const std::vector<PlannedAction>& actions) {
 }
 
 std::string SmNeedText(const PlannedAction& a) {
-  const std::string per = Fixed(a.sm_need_gpu_fraction * 100, 0) + " %";
+  const std::string per = FormatFixed(a.sm_need_gpu_fraction * 100, 0) + " %";
   if (a.gpus_per_pod <= 1) return per + " of a GPU";
   return per + " of each of " + std::to_string(a.gpus_per_pod) + " GPUs (" +
-         Fixed(a.sm_need_gpus_total(), 2) + " GPU in total)";
+         FormatFixed(a.sm_need_gpus_total(), 2) + " GPU in total)";
 }
 
 std::vector<ChangeDocument> ChangeDocuments(const PlannedAction& a,

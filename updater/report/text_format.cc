@@ -32,10 +32,4 @@ std::string HtmlEscape(std::string_view text) {
   return out;
 }
 
-std::string Fixed(double value, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
-  return buf;
-}
-
 }  // namespace gpuvpa::updater

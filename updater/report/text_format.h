@@ -1,14 +1,15 @@
-// Small text helpers shared by the report writers: HTML escaping and fixed-point numbers.
+// Small text helpers shared by the report writers: HTML escaping (fixed-point numbers are
+// core/base/names.h's FormatFixed, included here for them).
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include "core/base/names.h"
+
 namespace gpuvpa::updater {
 
 // Escapes & < > " ' for HTML text and attribute values.
 std::string HtmlEscape(std::string_view text);
-// `value` with `digits` decimals ("%.*f").
-std::string Fixed(double value, int digits);
 
 }  // namespace gpuvpa::updater

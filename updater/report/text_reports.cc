@@ -165,9 +165,9 @@ std::string RenderCsvReport(const ReportInput& input) {
   for (size_t i : order) {
     const PlannedAction& a = input.actions[i];
     const v1::WorkloadIdentity& id = a.evidence.identity();
-    const std::string money[] = {a.priced ? Fixed(MicroToUsd(a.monthly_before), 2) : "",
-                                 a.priced ? Fixed(MicroToUsd(a.monthly_after), 2) : "",
-                                 a.priced ? Fixed(MicroToUsd(a.monthly_savings()), 2) : ""};
+    const std::string money[] = {a.priced ? FormatFixed(MicroToUsd(a.monthly_before), 2) : "",
+                                 a.priced ? FormatFixed(MicroToUsd(a.monthly_after), 2) : "",
+                                 a.priced ? FormatFixed(MicroToUsd(a.monthly_savings()), 2) : ""};
     const std::string fields[] = {id.cost_center(),
                                   id.namespace_name(),
                                   id.owner_kind(),
@@ -180,21 +180,21 @@ std::string RenderCsvReport(const ReportInput& input) {
                                   a.to_allocation,
                                   a.from_model,
                                   a.to_model,
-                                  Fixed(a.vram_target_bytes / kGiB, 2),
-                                  Fixed(a.to_vram_capacity_bytes / kGiB, 2),
-                                  Fixed(a.sm_need_gpu_fraction, 3),
+                                  FormatFixed(a.vram_target_bytes / kGiB, 2),
+                                  FormatFixed(a.to_vram_capacity_bytes / kGiB, 2),
+                                  FormatFixed(a.sm_need_gpu_fraction, 3),
                                   std::string(RiskName(a.risk)),
                                   money[0],
                                   money[1],
                                   money[2],
-                                  Fixed(a.evidence.confidence(), 2),
-                                  Fixed(a.evidence.history_s() / 3600, 1),
+                                  FormatFixed(a.evidence.confidence(), 2),
+                                  FormatFixed(a.evidence.history_s() / 3600, 1),
                                   a.reason,
                                   ActionLabel(a),
                                   std::to_string(a.gpus_per_pod),
-                                  Fixed(a.sm_need_gpus_total(), 3),
+                                  FormatFixed(a.sm_need_gpus_total(), 3),
                                   std::to_string(a.evidence.cuda_oom_count()),
-                                  Fixed(a.to_gpu_per_pod, 4)};
+                                  FormatFixed(a.to_gpu_per_pod, 4)};
     // Text (names, the reason: what a peer or a label could set) is neutralised; numbers this
     // code formatted (a negative saving included) stay numbers.
     constexpr bool kNumber[] = {false, false, false, false, false, false, false, false, false,
@@ -254,8 +254,8 @@ Result<std::string> RenderMarkdownReport(const ReportInput& input) {
                     MdCell(ActionLabel(a)) + "</summary>\n\n";
     d += "- " + MdCell(a.reason) + "\n- from " + MdCell(a.from_allocation) + " on " +
          MdCell(a.from_model) + " to " + MdCell(a.to_allocation) + " on " + MdCell(a.to_model) +
-         "\n- VRAM target " + Fixed(a.vram_target_bytes / kGiB, 1) + " GiB (largest peak " +
-         Fixed(r.vram_history_peak_bytes() / kGiB, 1) + " GiB); SM need " + SmNeedText(a) +
+         "\n- VRAM target " + FormatFixed(a.vram_target_bytes / kGiB, 1) + " GiB (largest peak " +
+         FormatFixed(r.vram_history_peak_bytes() / kGiB, 1) + " GiB); SM need " + SmNeedText(a) +
          "\n- CUDA out-of-memory: " + std::to_string(r.cuda_oom_count()) + " in the history\n";
     if (!a.risk_reason.empty())
       d += "- risk " + std::string(RiskName(a.risk)) + ": " + MdCell(a.risk_reason) + "\n";
