@@ -173,11 +173,8 @@ Result<CycleSummary> UpdaterDaemon::RunCycle(double now_s, int watch_s) {
     return Cycle(now_s, watch_s);
   } catch (const nlohmann::json::exception& e) {
     // An API answer of an unexpected shape: this cycle stops, the next one starts over.
-    failures_->Increment();
-    std::lock_guard<std::mutex> lock(probe_mu_);
-    ready_ = false;
-    not_ready_reason_ = std::string("an API object of an unexpected shape: ") + e.what();
-    return InternalError(not_ready_reason_);
+    return NotReady(
+        InternalError(std::string("an API object of an unexpected shape: ") + e.what()));
   }
 }
 
@@ -209,15 +206,16 @@ void UpdaterDaemon::SetReady(bool ready, const std::string& why) {
   not_ready_reason_ = why;
 }
 
+Status UpdaterDaemon::NotReady(Status s) {
+  SetReady(false, s.message());
+  failures_->Increment();
+  return s;
+}
+
 Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
   cycles_->Increment();
-  auto not_ready = [&](const Status& s) {
-    SetReady(false, s.message());
-    failures_->Increment();
-    return s;
-  };
   Result<bool> leading = Renew(now_s);
-  if (!leading.ok()) return not_ready(leading.status());
+  if (!leading.ok()) return NotReady(leading.status());
   CycleRun run;
   run.summary.leading = *leading;
   if (!*leading) {
@@ -225,12 +223,12 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
     return run.summary;
   }
   Result<size_t> synced = gvpas_.Sync(watch_s);
-  if (!synced.ok()) return not_ready(synced.status());
+  if (!synced.ok()) return NotReady(synced.status());
   // The watch window may have taken a while: act at the time it ended.
   run.now_s = watch_s > 0 ? UnixNowSeconds() : now_s;
   if (!Leading(run.now_s)) return run.summary;
   Result<std::vector<v1::Recommendation>> recs = LoadRecommendations();
-  if (!recs.ok()) return not_ready(recs.status());
+  if (!recs.ok()) return NotReady(recs.status());
   for (const v1::Recommendation& r : *recs) {
     const v1::WorkloadIdentity& id = r.identity();
     run.by_workload[PolicyWorkloadKey(id.namespace_name(), id.owner_kind(), id.owner_name())]

@@ -102,6 +102,8 @@ class UpdaterDaemon {
   struct CycleRun;
   ChangeContext Changes();
   void SetReady(bool ready, const std::string& why);
+  // A failed cycle: not ready (saying why), one failure counted; returns `s`.
+  Status NotReady(Status s);
   void HandleGvpa(CycleRun& run, const std::string& key);
   void HandleGvpaObject(CycleRun& run, const std::string& key, const nlohmann::json& object);
   // Rolls back, plans and applies one workload's containers (status: its GVPA's, or null).
