@@ -18,13 +18,13 @@ packages=(
   build-essential cmake ninja-build pkg-config
   protobuf-compiler libprotobuf-dev protobuf-compiler-grpc libgrpc++-dev
   prometheus-cpp-dev libboost-dev libboost-system-dev libeigen3-dev
-  libsqlite3-dev libhiredis-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
+  libsqlite3-dev libpq-dev libhiredis-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libabsl-dev libspdlog-dev libsimdjson-dev
 )
 if [ "${1:-}" != "--build-only" ]; then
   # Tests, benchmarks, the demo, formatting and fuzzing: real servers and tools.
   packages+=(
-    ccache libgtest-dev libgmock-dev libbenchmark-dev redis-server prometheus sqlite3 openssl
+    ccache libgtest-dev libgmock-dev libbenchmark-dev redis-server prometheus sqlite3 openssl postgresql-15
     clang-format clang-tidy clang libclang-rt-14-dev
   )
 fi

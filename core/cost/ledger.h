@@ -1,23 +1,23 @@
-// The chargeback ledger: an append-only, durable record of every priced action, in SQLite (WAL
-// mode, synchronous=FULL: a row is on disk when Append returns). One row per action; the action
-// id is unique, so appending the same action twice records it once. Rows are never updated or
-// deleted (triggers refuse it); a status change is a new action.
+// The chargeback ledger: an append-only, durable record of every priced action. Two backends
+// behind one interface, selected by a URL (ParseLedgerUrl): SQLite, the embedded default (one
+// file, WAL mode, synchronous=FULL: a row is on disk when Append returns), and PostgreSQL for
+// many writers and clusters (core/cost/ledger_postgres.h). One row per action; the action id is
+// unique within its cluster, so appending the same action twice records it once. Rows are never
+// updated or deleted (triggers refuse it); a status change is a new action.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/base/status.h"
 #include "core/cost/money.h"
-
-struct sqlite3;
 
 namespace gpuvpa {
 
@@ -38,6 +38,10 @@ Result<ActionKind> ParseActionKind(std::string_view text);
 Result<ActionStatus> ParseActionStatus(std::string_view text);
 
 struct LedgerAction {
+  // The installation that wrote the row (a DNS-1123 label). Empty: the cluster of the ledger it
+  // is appended to (LedgerOptions). Ids are unique per cluster: two clusters writing the same
+  // workload names stay apart.
+  std::string cluster;
   std::string action_id;
   int64_t time_s = 0;
   ActionKind kind = ActionKind::kRecommendation;
@@ -73,7 +77,7 @@ struct ChargeMark {
   double charged_through_s = 0;  // samples at or before this time are charged
 };
 
-enum class ShowbackGroup { kCostCenter, kGpuModel };
+enum class ShowbackGroup { kCostCenter, kGpuModel, kCluster };
 
 // A window keeps the part of each row's period inside it: GPU time and money are prorated by
 // the seconds of [period_start_s, period_end_s) that fall in [from_s, to_s) (a row with an
@@ -83,6 +87,7 @@ struct ShowbackQuery {
   std::optional<int64_t> from_s;  // inclusive
   std::optional<int64_t> to_s;    // exclusive
   ShowbackGroup group_by = ShowbackGroup::kCostCenter;
+  std::optional<std::string> cluster;  // only this cluster's rows; none: every cluster's
 };
 
 struct ShowbackRow {
@@ -146,16 +151,37 @@ class LedgerSink {
   Result<size_t> Append(const LedgerAction& action) { return Append(std::span(&action, 1)); }
 };
 
-// Safe to use from several threads (one connection, calls serialised).
-class Ledger final : public LedgerSink {
- public:
-  // Current schema version; opening a newer ledger is refused, an older one is migrated.
-  static constexpr int kSchemaVersion = 2;  // 2: charge marks
+// What every backend is opened with.
+struct LedgerOptions {
+  // Stamped on rows appended without one, and the cluster whose charge marks ChargeMarks reads.
+  std::string cluster = "default";
+};
 
-  static Result<std::unique_ptr<Ledger>> Open(const std::string& path);
-  ~Ledger();
-  Ledger(const Ledger&) = delete;
-  Ledger& operator=(const Ledger&) = delete;
+// Where a ledger is: "sqlite:PATH" or a plain file path (SQLite), or "postgresql://..." /
+// "postgres://..." (a libpq connection URI; keep it in a file, never in a flag: it may hold a
+// password). The error names the URL without its password.
+struct LedgerUrl {
+  enum class Backend { kSqlite, kPostgres };
+  Backend backend = Backend::kSqlite;
+  std::string target;  // the SQLite path, or the whole PostgreSQL URI
+};
+Result<LedgerUrl> ParseLedgerUrl(std::string_view url);
+// The URL with any password replaced by "***": what errors and logs may show.
+std::string RedactLedgerUrl(std::string_view url);
+// Reads a ledger URL from a file (a mounted Secret): its first line, trimmed.
+Result<std::string> ReadLedgerUrlFile(const std::string& path);
+
+// The ledger: safe to use from several threads.
+class Ledger : public LedgerSink {
+ public:
+  // Current schema version of both backends; opening a newer ledger is refused, an older one is
+  // migrated (each step in its own transaction, with its version bump).
+  // 2: charge marks; 3: clusters.
+  static constexpr int kSchemaVersion = 3;
+
+  // Opens (creating and migrating when needed) the ledger at `url` (ParseLedgerUrl).
+  static Result<std::unique_ptr<Ledger>> Open(const std::string& url,
+                                              const LedgerOptions& options = {});
 
   // Appends in one transaction: all rows or none. Returns how many were new (ids already in the
   // ledger with the same content are skipped). Invalid rows (ValidateLedgerAction) and a row
@@ -163,30 +189,32 @@ class Ledger final : public LedgerSink {
   // amount; its time and evidence may differ: a retried step keeps the first) are refused:
   // INVALID_ARGUMENT and ALREADY_EXISTS respectively, naming the field (and both values).
   // Marks are written in the same transaction (a mark never moves back: the latest per series
-  // is the largest).
+  // is the largest); they belong to options().cluster.
   Result<size_t> Append(std::span<const LedgerAction> actions,
-                        std::span<const ChargeMark> marks = {}) override;
+                        std::span<const ChargeMark> marks = {}) override = 0;
   using LedgerSink::Append;
-  // The charge mark of every series that has one.
-  Result<std::unordered_map<std::string, double>> ChargeMarks() const;
+  // The charge mark of every series of options().cluster that has one.
+  virtual Result<std::unordered_map<std::string, double>> ChargeMarks() const = 0;
 
-  Result<Showback> QueryShowback(const ShowbackQuery& query) const;
-  Result<int64_t> CountRows() const;
-  Result<bool> Contains(std::string_view action_id) const;
-  // PRAGMA integrity_check: "ok" or what is broken.
-  Result<std::string> IntegrityCheck() const;
-  int schema_version() const { return schema_version_; }
+  virtual Result<Showback> QueryShowback(const ShowbackQuery& query) const = 0;
+  virtual Result<int64_t> CountRows() const = 0;
+  // Whether an action of this ledger's cluster is recorded under `action_id`.
+  virtual Result<bool> Contains(std::string_view action_id) const = 0;
+  // Every row in append order, from the first whose sequence number is above `after_seq`, at
+  // most `limit`: what `gpuvpa ledger copy` reads. Sets each row's cluster.
+  struct Page {
+    std::vector<LedgerAction> rows;
+    int64_t last_seq = 0;  // of the last row returned (after_seq when none)
+  };
+  virtual Result<Page> ReadRows(int64_t after_seq, size_t limit) const = 0;
+  // The backend's own consistency check: "ok" or what is broken.
+  virtual Result<std::string> IntegrityCheck() const = 0;
+  virtual int schema_version() const = 0;
+  const LedgerOptions& options() const { return options_; }
 
- private:
-  Ledger(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-  Status Exec(const char* sql) const;
-  Status Migrate();
-  Status Error(const std::string& what) const;
-
-  sqlite3* db_;
-  std::string path_;
-  mutable std::mutex mu_;  // one statement sequence (transaction) at a time
-  int schema_version_ = 0;
+ protected:
+  explicit Ledger(LedgerOptions options) : options_(std::move(options)) {}
+  const LedgerOptions options_;
 };
 
 }  // namespace gpuvpa

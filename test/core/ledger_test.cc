@@ -2,13 +2,12 @@
 #include "core/cost/ledger.h"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <functional>
 
 #include "core/cost/showback.h"
+#include "test/support/ledger_backends.h"
 #include "test/support/money_util.h"
-#include "test/support/temp_dir.h"
 
 namespace gpuvpa {
 namespace {
@@ -28,30 +27,30 @@ LedgerAction Action(const std::string& id, ActionKind kind, ActionStatus status,
   return a;
 }
 
-class LedgerTest : public ::testing::Test {
+// Every test runs on both backends, with the same expected values.
+class LedgerTest : public ::testing::TestWithParam<testing::LedgerBackend> {
  protected:
   void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(place_.Prepare(&error)) << error;
     Result<std::unique_ptr<Ledger>> l = Ledger::Open(Path());
     ASSERT_TRUE(l.ok()) << l.status().message();
     ledger_ = std::move(l).value();
   }
-  std::string Path() const { return tmp_.Path("ledger.db"); }
-  // Runs SQL on the file behind the ledger's back; returns SQLite's error text or "".
-  std::string RawExec(const std::string& sql) {
-    sqlite3* db = nullptr;
-    sqlite3_open(Path().c_str(), &db);
-    char* err = nullptr;
-    sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-    std::string out = err ? err : "";
-    sqlite3_free(err);
-    sqlite3_close(db);
-    return out;
-  }
-  testing::ScopedTempDir tmp_;
+  const std::string& Path() const { return place_.url(); }
+  // Runs SQL behind the ledger's back; returns the database's error text or "".
+  std::string RawExec(const std::string& sql) { return place_.RawExec(sql); }
+  bool postgres() const { return GetParam() == testing::LedgerBackend::kPostgres; }
+  testing::LedgerPlace place_{GetParam()};
   std::unique_ptr<Ledger> ledger_;
 };
 
-TEST_F(LedgerTest, AppendIsIdempotentOnActionId) {
+INSTANTIATE_TEST_SUITE_P(Backends, LedgerTest,
+                         ::testing::Values(testing::LedgerBackend::kSqlite,
+                                           testing::LedgerBackend::kPostgres),
+                         testing::BackendName);
+
+TEST_P(LedgerTest, AppendIsIdempotentOnActionId) {
   LedgerAction a =
       Action("a-1", ActionKind::kRecommendation, ActionStatus::kProposed, "web", "search");
   EXPECT_EQ(*ledger_->Append(a), 1u);
@@ -64,7 +63,7 @@ TEST_F(LedgerTest, AppendIsIdempotentOnActionId) {
   EXPECT_FALSE(*ledger_->Contains("a-3"));
 }
 
-TEST_F(LedgerTest, RowsSurviveReopeningAndCannotBeChangedOrDeleted) {
+TEST_P(LedgerTest, RowsSurviveReopeningAndCannotBeChangedOrDeleted) {
   ASSERT_TRUE(
       ledger_->Append(Action("a-1", ActionKind::kActivation, ActionStatus::kApplied, "w", "cc"))
           .ok());
@@ -78,7 +77,7 @@ TEST_F(LedgerTest, RowsSurviveReopeningAndCannotBeChangedOrDeleted) {
   EXPECT_EQ((*reopened)->schema_version(), Ledger::kSchemaVersion);
 }
 
-TEST_F(LedgerTest, InvalidRowsAreRefusedNamingTheFieldAndNothingOfTheBatchIsWritten) {
+TEST_P(LedgerTest, InvalidRowsAreRefusedNamingTheFieldAndNothingOfTheBatchIsWritten) {
   LedgerAction good = Action("ok-1", ActionKind::kActivation, ActionStatus::kApplied, "w", "cc");
   LedgerAction bad = Action("bad-1", ActionKind::kActivation, ActionStatus::kApplied, "w", "");
   std::vector<LedgerAction> batch = {good, bad};
@@ -90,7 +89,7 @@ TEST_F(LedgerTest, InvalidRowsAreRefusedNamingTheFieldAndNothingOfTheBatchIsWrit
 
 // A repeated id with other content is refused naming both values; the same id with the same
 // content (its time and evidence may differ: a retried step) is the one row it was.
-TEST_F(LedgerTest, ARepeatedIdWithOtherContentIsRefusedNamingBothValues) {
+TEST_P(LedgerTest, ARepeatedIdWithOtherContentIsRefusedNamingBothValues) {
   LedgerAction a =
       Action("usage/ns/w/1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "w", "finance");
   a.allocated = 6'880'000;
@@ -120,7 +119,7 @@ TEST_F(LedgerTest, ARepeatedIdWithOtherContentIsRefusedNamingBothValues) {
 }
 
 // Every field has a bound: text that shows safely, amounts and times whose sums fit 64 bits.
-TEST_F(LedgerTest, FieldsOutsideTheirBoundsAreRefusedNamingFieldAndValue) {
+TEST_P(LedgerTest, FieldsOutsideTheirBoundsAreRefusedNamingFieldAndValue) {
   auto refused = [&](const std::function<void(LedgerAction&)>& edit, const std::string& expect) {
     LedgerAction a = Action("x", ActionKind::kMeteredPeriod, ActionStatus::kApplied, "w", "cc");
     edit(a);
@@ -151,7 +150,7 @@ TEST_F(LedgerTest, FieldsOutsideTheirBoundsAreRefusedNamingFieldAndValue) {
 
 // Rows at the bound still overflow a sum when there are enough of them: showback refuses and
 // names the row that would overflow, never a wrapped total.
-TEST_F(LedgerTest, ShowbackThatWouldOverflowNamesTheRow) {
+TEST_P(LedgerTest, ShowbackThatWouldOverflowNamesTheRow) {
   std::vector<LedgerAction> rows;
   for (int i = 0; i < 93'000; ++i) {
     LedgerAction a = Action("big/" + std::to_string(i), ActionKind::kMeteredPeriod,
@@ -167,16 +166,18 @@ TEST_F(LedgerTest, ShowbackThatWouldOverflowNamesTheRow) {
       << s.status().message();
 }
 
-TEST_F(LedgerTest, ANewerSchemaIsRefused) {
+TEST_P(LedgerTest, ANewerSchemaIsRefused) {
   ledger_.reset();
-  RawExec("PRAGMA user_version = 99");
+  EXPECT_EQ(RawExec(postgres() ? "INSERT INTO gpuvpa_schema (version) VALUES (99)"
+                               : "PRAGMA user_version = 99"),
+            "");
   Result<std::unique_ptr<Ledger>> l = Ledger::Open(Path());
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(l.status().message().find("99"), std::string::npos);
 }
 
-TEST_F(LedgerTest, WorkedExampleThroughTheLedgerAndShowback) {
+TEST_P(LedgerTest, WorkedExampleThroughTheLedgerAndShowback) {
   // A scaler-driven workload busy 2 h a day for 30 days at $2.64/GPU-h, against the 730 h
   // reservation it replaces.
   LedgerAction m =
@@ -196,7 +197,7 @@ TEST_F(LedgerTest, WorkedExampleThroughTheLedgerAndShowback) {
   EXPECT_NE(table.find("chargeback"), std::string::npos);
 }
 
-TEST_F(LedgerTest, ShowbackTotalsAllocationIdleTaxAndSavingsPerCostCenter) {
+TEST_P(LedgerTest, ShowbackTotalsAllocationIdleTaxAndSavingsPerCostCenter) {
   std::vector<LedgerAction> rows;
   LedgerAction usage =
       Action("u-1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "train", "research");
@@ -265,7 +266,7 @@ TEST_F(LedgerTest, ShowbackTotalsAllocationIdleTaxAndSavingsPerCostCenter) {
       << "change and rollback both inside the window";
 }
 
-TEST_F(LedgerTest, ShowbackFormatsAsCsvJsonAndMarkdown) {
+TEST_P(LedgerTest, ShowbackFormatsAsCsvJsonAndMarkdown) {
   LedgerAction usage =
       Action("u-1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "train", "research");
   usage.allocated_gpu_time = testing::GpuHours(10);
@@ -286,7 +287,7 @@ TEST_F(LedgerTest, ShowbackFormatsAsCsvJsonAndMarkdown) {
   EXPECT_NE(md.find("| GPU model"), std::string::npos) << md;
 }
 
-TEST_F(LedgerTest, ShowbackSummaryIsThreeLinesAndSaysWhatIsMissing) {
+TEST_P(LedgerTest, ShowbackSummaryIsThreeLinesAndSaysWhatIsMissing) {
   const std::string empty = FormatShowback(*ledger_->QueryShowback({}), ShowbackGroup::kCostCenter,
                                            ReportFormat::kSummary);
   EXPECT_NE(empty.find("fleet idle tax            none: no allocated GPU time"), std::string::npos)

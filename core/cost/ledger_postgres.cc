@@ -1,0 +1,494 @@
+// The PostgreSQL backend of the ledger (libpq), for many writers and clusters: the same rows, ids
+// and checks as SQLite. Appends are one transaction per batch, multi-row INSERT ... ON CONFLICT
+// (cluster, action_id) DO NOTHING RETURNING to learn what was new; an id already stored is read
+// back and compared (a different content is ALREADY_EXISTS naming both values). Charge marks are
+// written under a transaction-scoped advisory lock per (cluster, series). Serialization failures
+// and deadlocks are retried a bounded number of times; a lost connection is UNAVAILABLE (a
+// spooling writer keeps its rows) and is re-opened on the next call.
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <mutex>
+#include <set>
+
+#include "core/base/names.h"
+#include "core/cost/ledger_sql.h"
+
+namespace gpuvpa::ledger_sql {
+namespace {
+
+// Each entry moves the schema from version i to i + 1, like SQLite's. Never edit one that has
+// shipped: add. Money and GPU time are bigint (micro-dollars, milli-GPU-seconds).
+constexpr std::array<const char*, 3> kMigrations = {
+    R"sql(
+CREATE TABLE actions (
+  seq bigserial PRIMARY KEY,
+  action_id text NOT NULL UNIQUE CHECK (action_id <> ''),
+  time_s bigint NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('recommendation', 'applied_change', 'rollback', 'activation',
+                                     'deactivation', 'metered_period', 'allocated_usage')),
+  status text NOT NULL CHECK (status IN ('proposed', 'applied', 'rolled_back', 'failed')),
+  namespace text NOT NULL,
+  workload text NOT NULL,
+  cost_center text NOT NULL CHECK (cost_center <> ''),
+  gpu_model text NOT NULL,
+  before text NOT NULL,
+  after text NOT NULL,
+  monthly_before_micro_usd bigint NOT NULL,
+  monthly_after_micro_usd bigint NOT NULL,
+  period_start_s bigint NOT NULL,
+  period_end_s bigint NOT NULL,
+  allocated_milli_gpu_s bigint NOT NULL,
+  allocated_micro_usd bigint NOT NULL,
+  usage_measured integer NOT NULL CHECK (usage_measured IN (0, 1)),
+  used_vram_micro_usd bigint NOT NULL,
+  used_sm_micro_usd bigint NOT NULL,
+  metered_milli_gpu_s bigint NOT NULL,
+  metered_micro_usd bigint NOT NULL,
+  reserved_micro_usd bigint NOT NULL,
+  evidence text NOT NULL
+);
+CREATE INDEX actions_by_time ON actions (time_s);
+CREATE INDEX actions_by_kind ON actions (kind, namespace, workload, time_s);
+CREATE FUNCTION gpuvpa_append_only() RETURNS trigger LANGUAGE plpgsql AS
+  'BEGIN RAISE EXCEPTION ''the ledger is append-only''; END';
+CREATE TRIGGER actions_append_only BEFORE UPDATE OR DELETE ON actions
+  FOR EACH ROW EXECUTE FUNCTION gpuvpa_append_only();
+CREATE TRIGGER actions_no_truncate BEFORE TRUNCATE ON actions
+  FOR EACH STATEMENT EXECUTE FUNCTION gpuvpa_append_only();
+)sql",
+    R"sql(
+CREATE TABLE charge_marks (
+  seq bigserial PRIMARY KEY,
+  series text NOT NULL CHECK (series <> ''),
+  charged_through_s double precision NOT NULL
+);
+CREATE INDEX charge_marks_by_series ON charge_marks (series, charged_through_s);
+CREATE TRIGGER charge_marks_append_only BEFORE UPDATE OR DELETE ON charge_marks
+  FOR EACH ROW EXECUTE FUNCTION gpuvpa_append_only();
+CREATE TRIGGER charge_marks_no_truncate BEFORE TRUNCATE ON charge_marks
+  FOR EACH STATEMENT EXECUTE FUNCTION gpuvpa_append_only();
+)sql",
+    R"sql(
+ALTER TABLE actions ADD COLUMN cluster text NOT NULL DEFAULT '{{cluster}}'
+  CHECK (cluster <> '');
+ALTER TABLE actions ALTER COLUMN cluster DROP DEFAULT;
+ALTER TABLE actions DROP CONSTRAINT actions_action_id_key;
+ALTER TABLE actions ADD CONSTRAINT actions_cluster_action_id_key UNIQUE (cluster, action_id);
+DROP INDEX actions_by_kind;
+CREATE INDEX actions_by_kind ON actions (kind, cluster, namespace, workload, time_s);
+ALTER TABLE charge_marks ADD COLUMN cluster text NOT NULL DEFAULT '{{cluster}}';
+ALTER TABLE charge_marks ALTER COLUMN cluster DROP DEFAULT;
+CREATE INDEX charge_marks_by_cluster ON charge_marks (cluster, series, charged_through_s);
+)sql",
+};
+
+// One key for every migrating process (pg_advisory_xact_lock): "gpuvpa" in ASCII.
+constexpr int64_t kMigrationLock = 0x677075767061;
+// Rows per INSERT statement: 24 parameters each, well under PostgreSQL's 65,535.
+constexpr size_t kRowsPerInsert = 1000;
+// Attempts of one transaction that fails with a serialization failure or a deadlock.
+constexpr int kAttempts = 5;
+
+struct ResultDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
+
+// Parameters of one statement, held as text (libpq's text format).
+class Params {
+ public:
+  void Add(std::string_view v) { values_.emplace_back(v); }
+  void Add(int64_t v) { values_.push_back(std::to_string(v)); }
+  void Add(double v) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    values_.emplace_back(buf, ec == std::errc() ? end : buf);
+  }
+  size_t size() const { return values_.size(); }
+  std::vector<const char*> Pointers() const {
+    std::vector<const char*> p;
+    p.reserve(values_.size());
+    for (const std::string& v : values_) p.push_back(v.c_str());
+    return p;
+  }
+
+ private:
+  std::vector<std::string> values_;
+};
+
+int64_t Int64(const PGresult* r, int row, int column) {
+  const char* text = PQgetvalue(r, row, column);
+  int64_t v = 0;
+  std::from_chars(text, text + PQgetlength(r, row, column), v);
+  return v;
+}
+std::string_view Text(const PGresult* r, int row, int column) {
+  return {PQgetvalue(r, row, column), static_cast<size_t>(PQgetlength(r, row, column))};
+}
+
+class PostgresLedger final : public Ledger {
+ public:
+  PostgresLedger(std::string uri, const LedgerOptions& options)
+      : Ledger(options), uri_(std::move(uri)), shown_(RedactLedgerUrl(uri_)) {}
+  ~PostgresLedger() override {
+    if (conn_ != nullptr) PQfinish(conn_);
+  }
+  PostgresLedger(const PostgresLedger&) = delete;
+  PostgresLedger& operator=(const PostgresLedger&) = delete;
+
+  Status Init() {
+    std::lock_guard<std::mutex> lock(mu_);
+    GPUVPA_RETURN_IF_ERROR(Connect());
+    return Migrate();
+  }
+  Result<size_t> Append(std::span<const LedgerAction> actions,
+                        std::span<const ChargeMark> marks) override;
+  Result<std::unordered_map<std::string, double>> ChargeMarks() const override;
+  Result<Showback> QueryShowback(const ShowbackQuery& query) const override;
+  Result<int64_t> CountRows() const override;
+  Result<bool> Contains(std::string_view action_id) const override;
+  Result<Page> ReadRows(int64_t after_seq, size_t limit) const override;
+  Result<std::string> IntegrityCheck() const override;
+  int schema_version() const override { return schema_version_; }
+
+ private:
+  // Opens the connection when there is none or it broke. UNAVAILABLE when the server cannot be
+  // reached.
+  Status Connect() const;
+  // Runs `sql` with `params`; a failed statement is an error naming `what` (UNAVAILABLE when the
+  // connection is gone, ABORTED for a serialization failure or deadlock).
+  Result<PgResult> Run(const std::string& sql, const Params& params, const std::string& what) const;
+  Status Exec(const std::string& sql, const std::string& what) const {
+    Result<PgResult> r = Run(sql, Params(), what);
+    return r.ok() ? OkStatus() : r.status();
+  }
+  Status Migrate();
+  // Runs `body` in a transaction, retrying it when PostgreSQL aborts it for a serialization
+  // failure or a deadlock.
+  template <class Body>
+  Status InTransaction(Body&& body);
+  Status AppendOnce(std::span<const LedgerAction> actions, std::span<const ChargeMark> marks,
+                    size_t& inserted);
+  Status CheckStored(std::span<const LedgerAction> actions, const std::set<size_t>& pending);
+
+  const std::string uri_;
+  const std::string shown_;  // uri_ without its password
+  mutable std::mutex mu_;    // one statement sequence (transaction) at a time
+  mutable PGconn* conn_ = nullptr;
+  int schema_version_ = 0;
+};
+
+Status PostgresLedger::Connect() const {
+  if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) return OkStatus();
+  if (conn_ != nullptr) PQfinish(conn_);
+  conn_ = PQconnectdb(uri_.c_str());
+  if (conn_ == nullptr) return UnavailableError("ledger " + shown_ + ": connect: out of memory");
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string why = PQerrorMessage(conn_);
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    PQfinish(conn_);
+    conn_ = nullptr;
+    return UnavailableError("ledger " + shown_ + ": connect: " + why);
+  }
+  return OkStatus();
+}
+
+Result<PgResult> PostgresLedger::Run(const std::string& sql, const Params& params,
+                                     const std::string& what) const {
+  GPUVPA_RETURN_IF_ERROR(Connect());
+  const std::vector<const char*> values = params.Pointers();
+  // Without parameters, the simple protocol: a migration is several statements.
+  PgResult r(values.empty() ? PQexec(conn_, sql.c_str())
+                            : PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()),
+                                           nullptr, values.data(), nullptr, nullptr, 0));
+  const ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return r;
+  std::string why = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_);
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+  const std::string sqlstate = state ? state : "";
+  const std::string message = "ledger " + shown_ + ": " + what + ": " + why;
+  if (PQstatus(conn_) != CONNECTION_OK || sqlstate.starts_with("08") || sqlstate.starts_with("57P"))
+    return UnavailableError(message);
+  if (sqlstate == "40001" || sqlstate == "40P01") return Status(StatusCode::kAborted, message);
+  return InternalError(message + (sqlstate.empty() ? "" : " (SQLSTATE " + sqlstate + ")"));
+}
+
+template <class Body>
+Status PostgresLedger::InTransaction(Body&& body) {
+  Status s;
+  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+    s = Exec("BEGIN", "begin");
+    if (s.ok()) s = body();
+    if (s.ok()) s = Exec("COMMIT", "commit");
+    if (s.ok()) return s;
+    if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) (void)Exec("ROLLBACK", "rollback");
+    if (s.code() != StatusCode::kAborted) return s;
+  }
+  return UnavailableError(s.message() + " (still failing after " + std::to_string(kAttempts) +
+                          " attempts)");
+}
+
+Status PostgresLedger::Migrate() {
+  GPUVPA_RETURN_IF_ERROR(
+      Exec("CREATE TABLE IF NOT EXISTS gpuvpa_schema (version integer NOT NULL)", "schema table"));
+  for (;;) {
+    bool done = false;
+    Status s = InTransaction([&]() -> Status {
+      Params lock;
+      lock.Add(kMigrationLock);
+      if (Result<PgResult> r = Run("SELECT pg_advisory_xact_lock($1)", lock, "lock"); !r.ok())
+        return r.status();
+      Result<PgResult> version =
+          Run("SELECT COALESCE(MAX(version), 0) FROM gpuvpa_schema", Params(), "schema version");
+      if (!version.ok()) return version.status();
+      schema_version_ = static_cast<int>(Int64(version->get(), 0, 0));
+      if (schema_version_ > kSchemaVersion)
+        return FailedPreconditionError(
+            "ledger " + shown_ + " has schema version " + std::to_string(schema_version_) +
+            ", newer than this build's " + std::to_string(kSchemaVersion));
+      if (schema_version_ == kSchemaVersion) {
+        done = true;
+        return OkStatus();
+      }
+      // One step and its version row commit together.
+      const int next = schema_version_ + 1;
+      Status step =
+          Exec(WithCluster(kMigrations[static_cast<size_t>(schema_version_)], options().cluster),
+               "migrating to schema version " + std::to_string(next));
+      if (step.ok())
+        step = Exec("INSERT INTO gpuvpa_schema (version) VALUES (" + std::to_string(next) + ")",
+                    "schema version " + std::to_string(next));
+      return step;
+    });
+    if (!s.ok()) return s;
+    if (done) return OkStatus();
+    ++schema_version_;
+  }
+}
+
+Result<size_t> PostgresLedger::Append(std::span<const LedgerAction> actions,
+                                      std::span<const ChargeMark> marks) {
+  for (const LedgerAction& a : actions) GPUVPA_RETURN_IF_ERROR(ValidateLedgerAction(a));
+  for (const ChargeMark& m : marks) GPUVPA_RETURN_IF_ERROR(ValidateMark(m));
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t inserted = 0;
+  GPUVPA_RETURN_IF_ERROR(InTransaction([&] { return AppendOnce(actions, marks, inserted); }));
+  return inserted;
+}
+
+Status PostgresLedger::AppendOnce(std::span<const LedgerAction> actions,
+                                  std::span<const ChargeMark> marks, size_t& inserted) {
+  inserted = 0;
+  // Marks first: the advisory locks, in one order for every writer (no deadlock between two).
+  std::set<std::string> series;
+  for (const ChargeMark& m : marks) series.insert(m.series);
+  for (const std::string& s : series) {
+    Params p;
+    p.Add(options().cluster + "/" + s);
+    if (Result<PgResult> r = Run("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", p,
+                                 "lock charge mark " + QuoteForError(s));
+        !r.ok())
+      return r.status();
+  }
+  const std::string insert_head = std::string("INSERT INTO actions (") + kRowColumns + ") VALUES ";
+  for (size_t begin = 0; begin < actions.size(); begin += kRowsPerInsert) {
+    const size_t end = std::min(actions.size(), begin + kRowsPerInsert);
+    std::string sql = insert_head;
+    Params p;
+    for (size_t i = begin; i < end; ++i) {
+      const LedgerAction& a = actions[i];
+      sql += i == begin ? "(" : ", (";
+      BindRow(a, a.cluster.empty() ? options().cluster : a.cluster, [&](int column, auto v) {
+        sql += (column > 1 ? ", $" : "$") + std::to_string(p.size() + 1);
+        p.Add(v);
+      });
+      sql += ")";
+    }
+    sql += " ON CONFLICT (cluster, action_id) DO NOTHING RETURNING cluster, action_id";
+    Result<PgResult> r = Run(sql, p, "append " + std::to_string(end - begin) + " actions");
+    if (!r.ok()) return r.status();
+    std::set<std::pair<std::string, std::string>> fresh;
+    for (int row = 0; row < PQntuples(r->get()); ++row)
+      fresh.emplace(Text(r->get(), row, 0), Text(r->get(), row, 1));
+    inserted += fresh.size();
+    // Ids that were recorded already: the same row (a retry), or a conflict.
+    std::set<size_t> pending;
+    for (size_t i = begin; i < end; ++i) {
+      const LedgerAction& a = actions[i];
+      if (!fresh.count({a.cluster.empty() ? options().cluster : a.cluster, a.action_id}))
+        pending.insert(i);
+    }
+    GPUVPA_RETURN_IF_ERROR(CheckStored(actions, pending));
+  }
+  for (const ChargeMark& m : marks) {
+    Params p;
+    p.Add(std::string_view(options().cluster));
+    p.Add(std::string_view(m.series));
+    p.Add(m.charged_through_s);
+    if (Result<PgResult> r =
+            Run("INSERT INTO charge_marks (cluster, series, charged_through_s) VALUES ($1, $2, $3)",
+                p, "append charge mark " + QuoteForError(m.series));
+        !r.ok())
+      return r.status();
+  }
+  return OkStatus();
+}
+
+Status PostgresLedger::CheckStored(std::span<const LedgerAction> actions,
+                                   const std::set<size_t>& pending) {
+  const std::string sql = std::string("SELECT ") + kContentColumns +
+                          " FROM actions WHERE cluster = $1 AND action_id = $2";
+  for (size_t i : pending) {
+    const LedgerAction& a = actions[i];
+    Params p;
+    p.Add(std::string_view(a.cluster.empty() ? options().cluster : a.cluster));
+    p.Add(std::string_view(a.action_id));
+    Result<PgResult> r = Run(sql, p, "read action " + QuoteForError(a.action_id));
+    if (!r.ok()) return r.status();
+    // Not there: a row of this same batch with the same id was inserted (the first wins) and
+    // is visible; absent otherwise only if something deleted it, which the triggers refuse.
+    if (PQntuples(r->get()) != 1)
+      return InternalError("ledger " + shown_ + ": action " + QuoteForError(a.action_id) +
+                           " was neither inserted nor found");
+    std::vector<std::string> was;
+    for (int c = 0; c < PQnfields(r->get()); ++c) was.emplace_back(Text(r->get(), 0, c));
+    GPUVPA_RETURN_IF_ERROR(ContentConflict(a, was));
+  }
+  return OkStatus();
+}
+
+Result<std::unordered_map<std::string, double>> PostgresLedger::ChargeMarks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Params p;
+  p.Add(std::string_view(options().cluster));
+  Result<PgResult> r = Run(
+      "SELECT series, MAX(charged_through_s)::text FROM charge_marks WHERE cluster = $1 GROUP BY "
+      "series",
+      p, "read charge marks");
+  if (!r.ok()) return r.status();
+  std::unordered_map<std::string, double> marks;
+  for (int row = 0; row < PQntuples(r->get()); ++row) {
+    double v = 0;
+    const std::string_view t = Text(r->get(), row, 1);
+    std::from_chars(t.data(), t.data() + t.size(), v);
+    marks[std::string(Text(r->get(), row, 0))] = v;
+  }
+  return marks;
+}
+
+Result<Showback> PostgresLedger::QueryShowback(const ShowbackQuery& query) const {
+  Result<ShowbackBuilder> builder = ShowbackBuilder::Start(query);
+  if (!builder.ok()) return builder.status();
+  ShowbackBuilder& b = *builder;
+  const ShowbackSql sql = ShowbackQueries(query.group_by);
+  Params p;
+  p.Add(b.from());
+  p.Add(b.to());
+  p.Add(std::string_view(b.cluster_filter()));
+  std::lock_guard<std::mutex> lock(mu_);
+  // Rows stream one at a time (single-row mode): a showback over millions of rows holds one.
+  auto run = [&](const std::string& text, auto&& on_row) -> Status {
+    GPUVPA_RETURN_IF_ERROR(Connect());
+    const std::vector<const char*> values = p.Pointers();
+    if (PQsendQueryParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
+                          values.data(), nullptr, nullptr, 0) != 1 ||
+        PQsetSingleRowMode(conn_) != 1)
+      return UnavailableError("ledger " + shown_ + ": showback: " + PQerrorMessage(conn_));
+    Status s;
+    std::string failure;
+    while (PGresult* raw = PQgetResult(conn_)) {
+      PgResult r(raw);
+      const ExecStatusType status = PQresultStatus(raw);
+      if (status == PGRES_SINGLE_TUPLE) {
+        if (s.ok()) s = on_row(raw);
+      } else if (status != PGRES_TUPLES_OK && failure.empty()) {
+        failure = PQresultErrorMessage(raw);
+      }
+    }
+    if (!failure.empty())
+      return (PQstatus(conn_) == CONNECTION_OK ? InternalError : UnavailableError)(
+          "ledger " + shown_ + ": showback: " + failure);
+    return s;
+  };
+  GPUVPA_RETURN_IF_ERROR(run(sql.metered, [&](const PGresult* r) {
+    b.AddMeteredWorkload(Text(r, 0, 0), Text(r, 0, 1), Text(r, 0, 2));
+    return OkStatus();
+  }));
+  GPUVPA_RETURN_IF_ERROR(run(sql.scan, [&](const PGresult* r) {
+    return b.AddScanned(
+        ReadScanRow([&](int i) { return Text(r, 0, i); }, [&](int i) { return Int64(r, 0, i); }));
+  }));
+  GPUVPA_RETURN_IF_ERROR(run(sql.proposed, [&](const PGresult* r) {
+    return b.AddProposed(Text(r, 0, 0), Int64(r, 0, 1), Int64(r, 0, 2), Text(r, 0, 3));
+  }));
+  return std::move(b).Finish();
+}
+
+Result<int64_t> PostgresLedger::CountRows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Result<PgResult> r = Run("SELECT COUNT(*) FROM actions", Params(), "count rows");
+  if (!r.ok()) return r.status();
+  return Int64(r->get(), 0, 0);
+}
+
+Result<bool> PostgresLedger::Contains(std::string_view action_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Params p;
+  p.Add(std::string_view(options().cluster));
+  p.Add(action_id);
+  Result<PgResult> r =
+      Run("SELECT 1 FROM actions WHERE cluster = $1 AND action_id = $2", p, "lookup");
+  if (!r.ok()) return r.status();
+  return PQntuples(r->get()) > 0;
+}
+
+Result<Ledger::Page> PostgresLedger::ReadRows(int64_t after_seq, size_t limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Params p;
+  p.Add(after_seq);
+  p.Add(static_cast<int64_t>(limit));
+  Result<PgResult> r = Run(std::string("SELECT seq, ") + kRowColumns +
+                               " FROM actions WHERE seq > $1 ORDER BY seq LIMIT $2",
+                           p, "read rows");
+  if (!r.ok()) return r.status();
+  Page page;
+  page.last_seq = after_seq;
+  for (int row = 0; row < PQntuples(r->get()); ++row) {
+    Result<LedgerAction> a = ReadRow(
+        1, [&](int i) { return std::string(Text(r->get(), row, i)); },
+        [&](int i) { return Int64(r->get(), row, i); });
+    if (!a.ok())
+      return DataLossError("ledger " + shown_ + ": row " + std::to_string(Int64(r->get(), row, 0)) +
+                           ": " + a.status().message());
+    page.rows.push_back(std::move(a).value());
+    page.last_seq = Int64(r->get(), row, 0);
+  }
+  return page;
+}
+
+Result<std::string> PostgresLedger::IntegrityCheck() const {
+  // The constraints are the database's to keep; what can be checked from here is that it
+  // answers and holds the schema this build knows.
+  std::lock_guard<std::mutex> lock(mu_);
+  Result<PgResult> r =
+      Run("SELECT COALESCE(MAX(version), 0) FROM gpuvpa_schema", Params(), "schema version");
+  if (!r.ok()) return r.status();
+  const int64_t version = Int64(r->get(), 0, 0);
+  if (version != kSchemaVersion) return "schema version " + std::to_string(version);
+  return std::string("ok");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Ledger>> OpenPostgresLedger(const std::string& uri,
+                                                   const LedgerOptions& options) {
+  auto ledger = std::make_unique<PostgresLedger>(uri, options);
+  GPUVPA_RETURN_IF_ERROR(ledger->Init());
+  return std::unique_ptr<Ledger>(std::move(ledger));
+}
+
+}  // namespace gpuvpa::ledger_sql

@@ -1,0 +1,203 @@
+// What the ledger's backends share (core/cost/ledger_sqlite.cc, ledger_postgres.cc): the SQL
+// they both run, the row layout they bind and read, the content check of a repeated id and the
+// showback sums. Placeholders are $1, $2, ... in both (SQLite numbers "$N" in order of first
+// use, so each text names $1 before $2). Internal to core/cost.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/cost/ledger.h"
+
+namespace gpuvpa::ledger_sql {
+
+// The stored columns of a row, in the order Insert binds them ($1...$24) and ReadRows reads
+// them (after seq).
+inline constexpr const char* kRowColumns =
+    "cluster, action_id, time_s, kind, status, namespace, workload, cost_center, gpu_model, "
+    "before, after, monthly_before_micro_usd, monthly_after_micro_usd, period_start_s, "
+    "period_end_s, allocated_milli_gpu_s, allocated_micro_usd, usage_measured, "
+    "used_vram_micro_usd, used_sm_micro_usd, metered_milli_gpu_s, metered_micro_usd, "
+    "reserved_micro_usd, evidence";
+inline constexpr int kRowColumnCount = 24;
+// The columns a repeated id must match, in SELECT order (ContentConflict's `stored`).
+inline constexpr const char* kContentColumns =
+    "kind, status, namespace, workload, cost_center, gpu_model, before, after, "
+    "monthly_before_micro_usd, monthly_after_micro_usd, period_start_s, period_end_s, "
+    "allocated_milli_gpu_s, allocated_micro_usd, usage_measured, used_vram_micro_usd, "
+    "used_sm_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd";
+
+// "INSERT INTO actions (<kRowColumns>) VALUES ($1, ..., $24)"; the caller adds its conflict
+// clause.
+std::string InsertSql();
+
+// Calls bind(index, value) for each column of kRowColumns, 1-based, with an int64_t or a
+// std::string_view; the row's cluster is `cluster`.
+template <class Bind>
+void BindRow(const LedgerAction& a, std::string_view cluster, Bind&& bind) {
+  bind(1, cluster);
+  bind(2, std::string_view(a.action_id));
+  bind(3, a.time_s);
+  bind(4, ActionKindName(a.kind));
+  bind(5, ActionStatusName(a.status));
+  bind(6, std::string_view(a.namespace_name));
+  bind(7, std::string_view(a.workload));
+  bind(8, std::string_view(a.cost_center));
+  bind(9, std::string_view(a.gpu_model));
+  bind(10, std::string_view(a.before));
+  bind(11, std::string_view(a.after));
+  bind(12, a.monthly_before);
+  bind(13, a.monthly_after);
+  bind(14, a.period_start_s);
+  bind(15, a.period_end_s);
+  bind(16, a.allocated_gpu_time);
+  bind(17, a.allocated);
+  bind(18, int64_t{a.usage_measured ? 1 : 0});
+  bind(19, a.used_vram);
+  bind(20, a.used_sm);
+  bind(21, a.metered_gpu_time);
+  bind(22, a.metered);
+  bind(23, a.reserved);
+  bind(24, std::string_view(a.evidence_json));
+}
+
+// A row read back in kRowColumns order: text(i) and int64(i) read column i (0-based, after any
+// leading columns the caller skipped by `first`).
+template <class Text, class Int>
+Result<LedgerAction> ReadRow(int first, Text&& text, Int&& int64) {
+  LedgerAction a;
+  a.cluster = text(first + 0);
+  a.action_id = text(first + 1);
+  a.time_s = int64(first + 2);
+  Result<ActionKind> kind = ParseActionKind(text(first + 3));
+  if (!kind.ok()) return kind.status();
+  a.kind = *kind;
+  Result<ActionStatus> status = ParseActionStatus(text(first + 4));
+  if (!status.ok()) return status.status();
+  a.status = *status;
+  a.namespace_name = text(first + 5);
+  a.workload = text(first + 6);
+  a.cost_center = text(first + 7);
+  a.gpu_model = text(first + 8);
+  a.before = text(first + 9);
+  a.after = text(first + 10);
+  a.monthly_before = int64(first + 11);
+  a.monthly_after = int64(first + 12);
+  a.period_start_s = int64(first + 13);
+  a.period_end_s = int64(first + 14);
+  a.allocated_gpu_time = int64(first + 15);
+  a.allocated = int64(first + 16);
+  a.usage_measured = int64(first + 17) != 0;
+  a.used_vram = int64(first + 18);
+  a.used_sm = int64(first + 19);
+  a.metered_gpu_time = int64(first + 20);
+  a.metered = int64(first + 21);
+  a.reserved = int64(first + 22);
+  a.evidence_json = text(first + 23);
+  return a;
+}
+
+// Refuses `a` when the row stored under its id differs in content: `stored` holds that row's
+// kContentColumns as text. The error names the field and both values.
+Status ContentConflict(const LedgerAction& a, const std::vector<std::string>& stored);
+
+// Whether a charge mark may be stored.
+Status ValidateMark(const ChargeMark& m);
+
+// The three showback queries: $1 window start (inclusive), $2 end (exclusive), $3 the cluster
+// ('' for every cluster).
+struct ShowbackSql {
+  // cluster, namespace, workload of every workload metered in the window.
+  std::string metered;
+  // group, then ScanColumns: every row whose period (or instant) lies in the window.
+  std::string scan;
+  // group, monthly_before, monthly_after, action_id: the latest recommendation of each
+  // workload in the window, where it is still proposed.
+  std::string proposed;
+};
+ShowbackSql ShowbackQueries(ShowbackGroup group_by);
+// The column of a showback group.
+const char* GroupColumn(ShowbackGroup group_by);
+
+// One row of the scan, as a backend reads it.
+struct ScanRow {
+  std::string_view group, kind, status, action_id, cluster, namespace_name, workload;
+  bool usage_measured = false;
+  int64_t allocated_gpu_time = 0, allocated = 0, used_vram = 0, used_sm = 0;
+  int64_t monthly_before = 0, monthly_after = 0;
+  int64_t metered_gpu_time = 0, metered = 0, reserved = 0;
+  int64_t period_start_s = 0, period_end_s = 0;
+};
+// Reads the scan's columns (0-based: 0 the group, then the order ShowbackQueries' scan selects).
+template <class Text, class Int>
+ScanRow ReadScanRow(Text&& text, Int&& int64) {
+  ScanRow r;
+  r.group = text(0);
+  r.kind = text(1);
+  r.status = text(2);
+  r.usage_measured = int64(3) != 0;
+  r.allocated_gpu_time = int64(4);
+  r.allocated = int64(5);
+  r.used_vram = int64(6);
+  r.used_sm = int64(7);
+  r.monthly_before = int64(8);
+  r.monthly_after = int64(9);
+  r.metered_gpu_time = int64(10);
+  r.metered = int64(11);
+  r.reserved = int64(12);
+  r.period_start_s = int64(13);
+  r.period_end_s = int64(14);
+  r.action_id = text(15);
+  r.cluster = text(16);
+  r.namespace_name = text(17);
+  r.workload = text(18);
+  return r;
+}
+
+// Sums a showback from the three queries' rows, in the order: every metered workload, every
+// scanned row, every proposed saving. Integer sums with overflow checks naming the row.
+class ShowbackBuilder {
+ public:
+  // INVALID_ARGUMENT when the window is empty.
+  static Result<ShowbackBuilder> Start(const ShowbackQuery& query);
+  int64_t from() const { return from_; }
+  int64_t to() const { return to_; }
+  std::string cluster_filter() const { return query_.cluster.value_or(""); }
+
+  void AddMeteredWorkload(std::string_view cluster, std::string_view ns, std::string_view wl);
+  Status AddScanned(const ScanRow& row);
+  Status AddProposed(std::string_view group, int64_t monthly_before, int64_t monthly_after,
+                     std::string_view action_id);
+  Result<Showback> Finish() &&;
+
+ private:
+  explicit ShowbackBuilder(const ShowbackQuery& query);
+  ShowbackQuery query_;
+  int64_t from_;
+  int64_t to_;
+  std::set<std::tuple<std::string, std::string, std::string>> metered_workloads_;
+  std::map<std::string, ShowbackRow, std::less<>> groups_;
+};
+
+}  // namespace gpuvpa::ledger_sql
+
+namespace gpuvpa::ledger_sql {
+
+// The backends (Ledger::Open picks one; options.cluster is valid).
+Result<std::unique_ptr<Ledger>> OpenSqliteLedger(const std::string& path,
+                                                 const LedgerOptions& options);
+Result<std::unique_ptr<Ledger>> OpenPostgresLedger(const std::string& uri,
+                                                   const LedgerOptions& options);
+
+// A migration's text with "{{cluster}}" replaced by `cluster` (a DNS-1123 label: safe in a
+// string literal): rows written before clusters existed belong to the installation migrating.
+std::string WithCluster(std::string_view sql, std::string_view cluster);
+
+}  // namespace gpuvpa::ledger_sql
