@@ -20,7 +20,11 @@ int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std:
 // Replays the first part of a trace, plans, and checks the plan against the rest.
 int RunBacktestCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-// gpuvpa showback --ledger FILE [--from T --to T] [--group-by cost-center|gpu-model]
+// gpuvpa ledger migrate|copy: the ledger's schema; copying a ledger between backends.
+int RunLedgerCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// gpuvpa showback (--ledger FILE | --ledger-url-file FILE) [--from T --to T] [--cluster NAME]
+//                 [--group-by cost-center|gpu-model|cluster]
 //                 [--format table|csv|json|md|summary]
 int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
        gpuvpa::cmd::RunBacktestCommand},
       {"showback", "per cost center (or GPU model) costs, idle tax and savings from the ledger",
        gpuvpa::cmd::RunShowbackCommand},
+      {"ledger", "the ledger: migrate its schema, copy it between backends (SQLite, PostgreSQL)",
+       gpuvpa::cmd::RunLedgerCommand},
       {"import-openb", "load the Alibaba openb pod/node trace into the ledger",
        gpuvpa::cmd::RunImportOpenbCommand},
   };

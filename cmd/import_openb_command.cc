@@ -2,6 +2,7 @@
 #include "cmd/commands.h"
 #include "core/base/atomic_file.h"
 #include "core/cli/cli.h"
+#include "core/cli/ledger_flags.h"
 #include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "core/cost/openb_import.h"
@@ -12,14 +13,14 @@ int RunImportOpenbCommand(const std::vector<std::string>& args, std::ostream& ou
                           std::ostream& err) {
   std::string pods_path;
   std::string nodes_path;
-  std::string ledger_path;
+  LedgerFlags ledger_flags;
   std::string config_path;
   auto app = NewCommandApp("gpuvpa", "import-openb",
                            "Load the Alibaba openb pod/node trace into the ledger as allocated "
                            "GPU time (usage unmeasured).");
   app->add_option("--pods", pods_path, "openb_pod_list_*.csv")->required();
   app->add_option("--nodes", nodes_path, "openb_node_list_gpu_node.csv")->required();
-  app->add_option("--ledger", ledger_path, "ledger database to append to (default: the config's)");
+  AddLedgerFlags(*app, ledger_flags, "the ledger to append to (default: the config's)");
   app->add_option("--config", config_path, "gpuvpa config (prices, cost centers)");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   Result<GpuvpaConfig> config = LoadConfigFile(config_path);
@@ -27,7 +28,6 @@ int RunImportOpenbCommand(const std::vector<std::string>& args, std::ostream& ou
     err << "gpuvpa import-openb: " << config.status().message() << "\n";
     return kExitFailure;
   }
-  if (ledger_path.empty()) ledger_path = config->ledger_path;
   Result<std::string> pods = ReadWholeFile(pods_path);
   Result<std::string> nodes = pods.ok() ? ReadWholeFile(nodes_path) : pods;
   if (!nodes.ok()) {
@@ -39,7 +39,7 @@ int RunImportOpenbCommand(const std::vector<std::string>& args, std::ostream& ou
     err << "gpuvpa import-openb: " << import.status().message() << "\n";
     return kExitFailure;
   }
-  Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);
+  Result<std::unique_ptr<Ledger>> ledger = OpenLedger(WithConfigDefaults(ledger_flags, *config));
   if (!ledger.ok()) {
     err << "gpuvpa import-openb: " << ledger.status().message() << "\n";
     return kExitFailure;

@@ -12,6 +12,7 @@
 #include "core/base/atomic_file.h"
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
+#include "core/cli/ledger_flags.h"
 #include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "recommender/checkpoint/checkpoint.h"
@@ -110,19 +111,19 @@ Result<PlanSource> FromRecommendationsFile(const std::string& path, int64_t now_
 }
 
 // Writes the proposals; prints the table and the totals; writes the reports.
-int PlanAndReport(const ReportInput& input, const std::string& ledger_path,
+int PlanAndReport(const ReportInput& input, const LedgerFlags& ledger_flags,
                   const std::string& report_dir, const ReportFormats& formats, std::ostream& out,
                   std::ostream& err) {
-  if (!ledger_path.empty()) {
-    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);
+  if (ledger_flags.given()) {
+    Result<std::unique_ptr<Ledger>> ledger = OpenLedger(ledger_flags);
     const std::vector<LedgerAction> rows = ProposalRows(input.actions, input.as_of_s);
     Result<size_t> added = ledger.ok() ? (*ledger)->Append(rows) : Result<size_t>(ledger.status());
     if (!added.ok()) {
       err << kPlan << ": ledger: " << added.status().message() << "\n";
       return kExitFailure;
     }
-    err << "ledger: " << rows.size() << " proposals (" << *added << " new) in " << ledger_path
-        << "\n";
+    err << "ledger: " << rows.size() << " proposals (" << *added << " new) in "
+        << LedgerShownAs(ledger_flags) << "\n";
   }
   out << PlanTable(input.actions);
   Result<std::vector<CostCenterGroup>> groups = GroupByCostCenter(input.actions);
@@ -150,7 +151,8 @@ int PlanAndReport(const ReportInput& input, const std::string& ledger_path,
 }  // namespace
 
 int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string checkpoint_path, recommendations_path, policy_path, config_path, ledger_path;
+  std::string checkpoint_path, recommendations_path, policy_path, config_path;
+  LedgerFlags ledger_flags;
   std::string report_dir, format_text = "html,md,json,csv";
   double min_history_hours = recommender::RecommenderOptions{}.min_history_s / 3600;
   auto app = NewCommandApp(
@@ -167,7 +169,7 @@ int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std:
   source->require_option(1);
   app->add_option("--policy", policy_path, "update policy (YAML; see updater/README.md)");
   app->add_option("--config", config_path, "gpuvpa config (prices, cost centers)");
-  app->add_option("--ledger", ledger_path, "write each proposal to this ledger");
+  AddLedgerFlags(*app, ledger_flags, "write each proposal to this ledger");
   app->add_option("--report", report_dir, "write the owner reports into this directory");
   app->add_option("--format", format_text, "report formats, comma-separated: html,md,json,csv");
   app->add_option("--min-history-hours", min_history_hours,
@@ -215,7 +217,7 @@ int RunPlanCommand(const std::vector<std::string>& args, std::ostream& out, std:
     if (a.mode != UpdateMode::kOff) input.actions.push_back(std::move(a));
   }
   input.charts = ChartsOf(input.actions);
-  return PlanAndReport(input, ledger_path, report_dir, *formats, out, err);
+  return PlanAndReport(input, ledger_flags, report_dir, *formats, out, err);
 }
 
 int RunBacktestCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -6,13 +6,15 @@
 #include "core/base/atomic_file.h"
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
+#include "core/cli/ledger_flags.h"
 #include "core/cost/ledger.h"
 #include "core/cost/showback.h"
 
 namespace gpuvpa::cmd {
 
 int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string ledger_path;
+  LedgerFlags ledger_flags;
+  std::string cluster_filter;
   std::string from_text;
   std::string to_text;
   std::string group_text = "cost-center";
@@ -20,12 +22,14 @@ int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, 
   auto app = NewCommandApp("gpuvpa", "showback",
                            "Per cost center (or GPU model): allocated, used, idle tax, savings and "
                            "metered cost from the ledger.");
-  app->add_option("--ledger", ledger_path, "ledger database")->required();
+  AddLedgerFlags(*app, ledger_flags, "the ledger to read", LedgerAccess::kRead);
+  app->add_option("--cluster", cluster_filter,
+                  "only this cluster's rows (default: every cluster's)");
   app->add_option("--from", from_text,
                   "window start, inclusive: Unix seconds, RFC 3339 or a date (2026-11-01)");
   app->add_option("--to", to_text, "window end, exclusive: Unix seconds, RFC 3339 or a date");
-  app->add_option("--group-by", group_text, "cost-center or gpu-model")
-      ->check(CLI::IsMember({"cost-center", "gpu-model"}));
+  app->add_option("--group-by", group_text, "cost-center, gpu-model or cluster")
+      ->check(CLI::IsMember({"cost-center", "gpu-model", "cluster"}));
   app->add_option("--format", format_text,
                   "table, csv, json, md, or summary (three lines: idle tax, proposed savings, "
                   "metered vs reserved)")
@@ -48,19 +52,22 @@ int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, 
     return kExitUsage;
   }
   if (group_text == "gpu-model") query.group_by = ShowbackGroup::kGpuModel;
+  if (group_text == "cluster") query.group_by = ShowbackGroup::kCluster;
+  if (!cluster_filter.empty()) query.cluster = cluster_filter;
+  if (!ledger_flags.given()) {
+    err << "gpuvpa showback: --ledger or --ledger-url-file is required\n";
+    return kExitUsage;
+  }
   Result<ReportFormat> format = ParseReportFormat(format_text);
   if (!format.ok()) {
     err << "gpuvpa showback: " << format.status().message() << "\n";
     return kExitUsage;
   }
-  if (!FileExists(ledger_path)) {  // showback reads; it must not create an empty ledger
-    err << "gpuvpa showback: no ledger at " << ledger_path << "\n";
-    return kExitFailure;
-  }
-  Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);
+  // Showback reads: a SQLite file that is not there is an error, never a new empty ledger.
+  Result<std::unique_ptr<Ledger>> ledger = OpenLedger(ledger_flags, /*must_exist=*/true);
   if (!ledger.ok()) {
     err << "gpuvpa showback: " << ledger.status().message() << "\n";
-    return kExitFailure;
+    return ledger.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   Result<Showback> showback = (*ledger)->QueryShowback(query);
   if (!showback.ok()) {

@@ -93,8 +93,8 @@ Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text) {
     const YAML::Node root = YAML::Load(std::string(yaml_text));
     if (root.IsNull()) return config;
     if (Status s = kConfig["(top level)"].CheckKeys(
-            root,
-            {"region", "prices", "max_usd_per_gpu_hour", "cost_centers", "ledger", "recommender"});
+            root, {"region", "cluster", "prices", "max_usd_per_gpu_hour", "cost_centers", "ledger",
+                   "recommender"});
         !s.ok())
       return s;
     if (const YAML::Node max = root["max_usd_per_gpu_hour"]) {
@@ -106,6 +106,13 @@ Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text) {
         return InvalidArgumentError("config " + s.message());
     }
     if (root["region"]) config.region = root["region"].as<std::string>();
+    if (root["cluster"]) {
+      config.cluster = root["cluster"].as<std::string>();
+      if (!IsDns1123Label(config.cluster))
+        return InvalidArgumentError("config cluster " + QuoteForError(config.cluster) +
+                                    " is not a DNS-1123 label (lower-case letters, digits and "
+                                    "'-', at most 63)");
+    }
     if (root["prices"]) {
       if (Status s = ParsePrices(root["prices"], config); !s.ok()) return s;
     }
@@ -115,8 +122,11 @@ Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text) {
     if (const YAML::Node section = root["recommender"])
       config.recommender_yaml = YAML::Dump(section);
     if (const YAML::Node ledger = root["ledger"]) {
-      if (Status s = kConfig["ledger"].CheckKeys(ledger, {"path"}); !s.ok()) return s;
+      if (Status s = kConfig["ledger"].CheckKeys(ledger, {"path", "url_file"}); !s.ok()) return s;
       if (ledger["path"]) config.ledger_path = ledger["path"].as<std::string>();
+      if (ledger["url_file"]) config.ledger_url_file = ledger["url_file"].as<std::string>();
+      if (ledger["path"] && ledger["url_file"])
+        return InvalidArgumentError("config ledger: path and url_file: give the ledger one way");
     }
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(std::string("config: ") + e.what());

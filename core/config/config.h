@@ -12,8 +12,10 @@
 //     namespace_label_key: cost-center
 //     workload_annotation_key: gpuvpa.io/cost-center
 //     namespaces: {ml-team: research}
+//   cluster: prod-eu                  # this installation, on every ledger row (default: default)
 //   ledger:
-//     path: gpuvpa-ledger.db
+//     path: gpuvpa-ledger.db          # SQLite (sqlite:PATH works too), or:
+//     url_file: /etc/gpuvpa/ledger/url  # a file holding postgresql://... (a Secret)
 #pragma once
 
 #include <string>
@@ -31,7 +33,9 @@ struct GpuvpaConfig {
   std::string region;
   PriceBook prices = PriceBook::BuiltInDefaults();
   CostCenterRules cost_centers;
+  std::string cluster = "default";
   std::string ledger_path = std::string(kDefaultLedgerPath);
+  std::string ledger_url_file;  // when set, the ledger's URL is read from this file
   // The gpuvpa-recommender daemon's section, as YAML text (its own loader reads it).
   std::string recommender_yaml;
 };

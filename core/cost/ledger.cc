@@ -1,7 +1,9 @@
 // The ledger's interface and what its backends share: row checks, names, URLs.
 #include "core/cost/ledger.h"
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <fstream>
 #include <tuple>
 
@@ -156,6 +158,61 @@ Result<std::unique_ptr<Ledger>> Ledger::Open(const std::string& url, const Ledge
   if (parsed->backend == LedgerUrl::Backend::kPostgres)
     return ledger_sql::OpenPostgresLedger(parsed->target, options);
   return ledger_sql::OpenSqliteLedger(parsed->target, options);
+}
+
+Result<std::vector<LedgerTotal>> Ledger::Totals() const {
+  Result<std::vector<std::vector<std::string>>> rows = QueryText(
+      "SELECT cluster, cost_center, kind, COUNT(*), CAST(SUM(allocated_micro_usd) AS BIGINT), "
+      "CAST(SUM(used_vram_micro_usd) AS BIGINT), CAST(SUM(used_sm_micro_usd) AS BIGINT), "
+      "CAST(SUM(metered_micro_usd) AS BIGINT), CAST(SUM(reserved_micro_usd) AS BIGINT), "
+      "CAST(SUM(monthly_before_micro_usd) AS BIGINT), CAST(SUM(monthly_after_micro_usd) AS "
+      "BIGINT), CAST(SUM(allocated_milli_gpu_s) AS BIGINT), CAST(SUM(metered_milli_gpu_s) AS "
+      "BIGINT) FROM actions GROUP BY cluster, cost_center, kind");
+  if (!rows.ok()) return rows.status();
+  std::vector<LedgerTotal> out;
+  for (const std::vector<std::string>& r : *rows) {
+    LedgerTotal t{r.at(0), r.at(1), r.at(2)};
+    auto number = [&](size_t i) -> Result<int64_t> {
+      int64_t v = 0;
+      const auto [end, ec] = std::from_chars(r.at(i).data(), r.at(i).data() + r.at(i).size(), v);
+      if (ec != std::errc() || end != r.at(i).data() + r.at(i).size())
+        return DataLossError("ledger totals: " + QuoteForError(r.at(i)) + " is not a 64-bit sum");
+      return v;
+    };
+    Result<int64_t> count = number(3);
+    if (!count.ok()) return count.status();
+    t.rows = *count;
+    for (size_t i = 0; i < t.sums.size(); ++i) {
+      Result<int64_t> sum = number(4 + i);
+      if (!sum.ok()) return sum.status();
+      t.sums[i] = *sum;
+    }
+    out.push_back(std::move(t));
+  }
+  // Sorted here: the two databases may collate text differently.
+  std::sort(out.begin(), out.end(), [](const LedgerTotal& a, const LedgerTotal& b) {
+    return std::tie(a.cluster, a.cost_center, a.kind) < std::tie(b.cluster, b.cost_center, b.kind);
+  });
+  return out;
+}
+
+Result<std::vector<ClusterChargeMark>> Ledger::AllChargeMarks() const {
+  Result<std::vector<std::vector<std::string>>> rows = QueryText(
+      "SELECT cluster, series, MAX(charged_through_s) FROM charge_marks GROUP BY cluster, series");
+  if (!rows.ok()) return rows.status();
+  std::vector<ClusterChargeMark> out;
+  for (const std::vector<std::string>& r : *rows) {
+    ClusterChargeMark m{r.at(0), {r.at(1), 0}};
+    const std::string& t = r.at(2);
+    if (std::from_chars(t.data(), t.data() + t.size(), m.mark.charged_through_s).ec != std::errc())
+      return DataLossError("ledger charge mark " + QuoteForError(r.at(1)) + ": " +
+                           QuoteForError(t) + " is not a time");
+    out.push_back(std::move(m));
+  }
+  std::sort(out.begin(), out.end(), [](const ClusterChargeMark& a, const ClusterChargeMark& b) {
+    return std::tie(a.cluster, a.mark.series) < std::tie(b.cluster, b.mark.series);
+  });
+  return out;
 }
 
 }  // namespace gpuvpa

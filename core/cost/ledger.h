@@ -6,6 +6,7 @@
 // updated or deleted (triggers refuse it); a status change is a new action.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -75,6 +76,7 @@ struct LedgerAction {
 struct ChargeMark {
   std::string series;            // an unambiguous series name (core/base/names.h)
   double charged_through_s = 0;  // samples at or before this time are charged
+  bool operator==(const ChargeMark&) const = default;
 };
 
 enum class ShowbackGroup { kCostCenter, kGpuModel, kCluster };
@@ -151,6 +153,27 @@ class LedgerSink {
   Result<size_t> Append(const LedgerAction& action) { return Append(std::span(&action, 1)); }
 };
 
+// Rows and sums per (cluster, cost center, kind): what `gpuvpa ledger copy` compares on both
+// sides.
+struct LedgerTotal {
+  std::string cluster, cost_center, kind;
+  int64_t rows = 0;
+  // allocated, used_vram, used_sm, metered, reserved, monthly_before, monthly_after (micro-USD),
+  // allocated and metered GPU time (milli-GPU-seconds).
+  std::array<int64_t, 9> sums{};
+  bool operator==(const LedgerTotal&) const = default;
+};
+inline constexpr std::array<const char*, 9> kLedgerTotalNames = {
+    "allocated",     "used_vram",          "used_sm",
+    "metered",       "reserved",           "monthly_before",
+    "monthly_after", "allocated_gpu_time", "metered_gpu_time"};
+
+struct ClusterChargeMark {
+  std::string cluster;
+  ChargeMark mark;
+  bool operator==(const ClusterChargeMark&) const = default;
+};
+
 // What every backend is opened with.
 struct LedgerOptions {
   // Stamped on rows appended without one, and the cluster whose charge marks ChargeMarks reads.
@@ -207,6 +230,10 @@ class Ledger : public LedgerSink {
     int64_t last_seq = 0;  // of the last row returned (after_seq when none)
   };
   virtual Result<Page> ReadRows(int64_t after_seq, size_t limit) const = 0;
+  // Every cluster's totals, sorted by (cluster, cost center, kind).
+  Result<std::vector<LedgerTotal>> Totals() const;
+  // Every cluster's charge marks (the latest per series).
+  Result<std::vector<ClusterChargeMark>> AllChargeMarks() const;
   // The backend's own consistency check: "ok" or what is broken.
   virtual Result<std::string> IntegrityCheck() const = 0;
   virtual int schema_version() const = 0;
@@ -214,6 +241,8 @@ class Ledger : public LedgerSink {
 
  protected:
   explicit Ledger(LedgerOptions options) : options_(std::move(options)) {}
+  // Runs a query without parameters and returns its rows as text (small results only).
+  virtual Result<std::vector<std::vector<std::string>>> QueryText(const std::string& sql) const = 0;
   const LedgerOptions options_;
 };
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -154,6 +155,18 @@ class PostgresLedger final : public Ledger {
   Result<std::string> IntegrityCheck() const override;
   int schema_version() const override { return schema_version_; }
 
+ protected:
+  Result<std::vector<std::vector<std::string>>> QueryText(const std::string& sql) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Result<PgResult> r = Run(sql, Params(), "query");
+    if (!r.ok()) return r.status();
+    std::vector<std::vector<std::string>> rows(static_cast<size_t>(PQntuples(r->get())));
+    for (int row = 0; row < PQntuples(r->get()); ++row)
+      for (int c = 0; c < PQnfields(r->get()); ++c)
+        rows[static_cast<size_t>(row)].emplace_back(Text(r->get(), row, c));
+    return rows;
+  }
+
  private:
   // Opens the connection when there is none or it broke. UNAVAILABLE when the server cannot be
   // reached.
@@ -186,6 +199,9 @@ Status PostgresLedger::Connect() const {
   if (conn_ != nullptr) PQfinish(conn_);
   conn_ = PQconnectdb(uri_.c_str());
   if (conn_ == nullptr) return UnavailableError("ledger " + shown_ + ": connect: out of memory");
+  // Notices ("already exists, skipping") are not errors; libpq would print them on stderr.
+  PQsetNoticeProcessor(
+      conn_, [](void*, const char*) {}, nullptr);
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string why = PQerrorMessage(conn_);
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
@@ -233,8 +249,19 @@ Status PostgresLedger::InTransaction(Body&& body) {
 }
 
 Status PostgresLedger::Migrate() {
-  GPUVPA_RETURN_IF_ERROR(
-      Exec("CREATE TABLE IF NOT EXISTS gpuvpa_schema (version integer NOT NULL)", "schema table"));
+  // A ledger at this build's version needs no DDL: writers may use a role that can only insert
+  // and select (`gpuvpa ledger migrate` runs with one that may create).
+  Result<PgResult> current =
+      Run("SELECT CASE WHEN to_regclass('gpuvpa_schema') IS NULL THEN 0 ELSE 1 END", Params(),
+          "schema table");
+  if (!current.ok()) return current.status();
+  if (Int64(current->get(), 0, 0) == 1) {
+    Result<PgResult> version =
+        Run("SELECT COALESCE(MAX(version), 0) FROM gpuvpa_schema", Params(), "schema version");
+    if (!version.ok()) return version.status();
+    schema_version_ = static_cast<int>(Int64(version->get(), 0, 0));
+    if (schema_version_ == kSchemaVersion) return OkStatus();
+  }
   for (;;) {
     bool done = false;
     Status s = InTransaction([&]() -> Status {
@@ -242,6 +269,9 @@ Status PostgresLedger::Migrate() {
       lock.Add(kMigrationLock);
       if (Result<PgResult> r = Run("SELECT pg_advisory_xact_lock($1)", lock, "lock"); !r.ok())
         return r.status();
+      // Under the lock: two first-time migrations racing on CREATE ... IF NOT EXISTS collide.
+      GPUVPA_RETURN_IF_ERROR(Exec(
+          "CREATE TABLE IF NOT EXISTS gpuvpa_schema (version integer NOT NULL)", "schema table"));
       Result<PgResult> version =
           Run("SELECT COALESCE(MAX(version), 0) FROM gpuvpa_schema", Params(), "schema version");
       if (!version.ok()) return version.status();
@@ -340,22 +370,33 @@ Status PostgresLedger::AppendOnce(std::span<const LedgerAction> actions,
 
 Status PostgresLedger::CheckStored(std::span<const LedgerAction> actions,
                                    const std::set<size_t>& pending) {
-  const std::string sql = std::string("SELECT ") + kContentColumns +
-                          " FROM actions WHERE cluster = $1 AND action_id = $2";
+  if (pending.empty()) return OkStatus();
+  // One query for the batch's recorded ids (a retried batch is all of them).
+  std::string sql = std::string("SELECT cluster, action_id, ") + kContentColumns +
+                    " FROM actions WHERE (cluster, action_id) IN (";
+  Params p;
   for (size_t i : pending) {
     const LedgerAction& a = actions[i];
-    Params p;
+    sql += (p.size() == 0 ? "($" : ", ($") + std::to_string(p.size() + 1) + ", $" +
+           std::to_string(p.size() + 2) + ")";
     p.Add(std::string_view(a.cluster.empty() ? options().cluster : a.cluster));
     p.Add(std::string_view(a.action_id));
-    Result<PgResult> r = Run(sql, p, "read action " + QuoteForError(a.action_id));
-    if (!r.ok()) return r.status();
-    // Not there: a row of this same batch with the same id was inserted (the first wins) and
-    // is visible; absent otherwise only if something deleted it, which the triggers refuse.
-    if (PQntuples(r->get()) != 1)
+  }
+  sql += ")";
+  Result<PgResult> r = Run(sql, p, "read " + std::to_string(pending.size()) + " recorded actions");
+  if (!r.ok()) return r.status();
+  std::map<std::pair<std::string_view, std::string_view>, int> stored;
+  for (int row = 0; row < PQntuples(r->get()); ++row)
+    stored[{Text(r->get(), row, 0), Text(r->get(), row, 1)}] = row;
+  for (size_t i : pending) {
+    const LedgerAction& a = actions[i];
+    auto it = stored.find({a.cluster.empty() ? options().cluster : a.cluster, a.action_id});
+    // Not there would mean something deleted it, which the triggers refuse.
+    if (it == stored.end())
       return InternalError("ledger " + shown_ + ": action " + QuoteForError(a.action_id) +
                            " was neither inserted nor found");
     std::vector<std::string> was;
-    for (int c = 0; c < PQnfields(r->get()); ++c) was.emplace_back(Text(r->get(), 0, c));
+    for (int c = 2; c < PQnfields(r->get()); ++c) was.emplace_back(Text(r->get(), it->second, c));
     GPUVPA_RETURN_IF_ERROR(ContentConflict(a, was));
   }
   return OkStatus();

@@ -2,6 +2,7 @@
 #include <sqlite3.h>
 
 #include <array>
+#include <charconv>
 #include <mutex>
 
 #include "core/base/names.h"
@@ -155,6 +156,9 @@ class SqliteLedger final : public Ledger {
   Result<Page> ReadRows(int64_t after_seq, size_t limit) const override;
   Result<std::string> IntegrityCheck() const override;
   int schema_version() const override { return schema_version_; }
+
+ protected:
+  Result<std::vector<std::vector<std::string>>> QueryText(const std::string& sql) const override;
 
  private:
   Status Exec(const std::string& sql) const;
@@ -366,6 +370,31 @@ Result<Ledger::Page> SqliteLedger::ReadRows(int64_t after_seq, size_t limit) con
   }
   if (rc != SQLITE_DONE) return Error("read rows");
   return page;
+}
+
+Result<std::vector<std::vector<std::string>>> SqliteLedger::QueryText(
+    const std::string& sql) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, sql.c_str());
+  if (!s.ok()) return Error("prepare query");
+  std::vector<std::vector<std::string>> rows;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    std::vector<std::string>& row = rows.emplace_back();
+    for (int i = 0; i < sqlite3_column_count(s.get()); ++i) {
+      // Reals as the shortest text that reads back the same (PostgreSQL's own rule).
+      if (sqlite3_column_type(s.get(), i) == SQLITE_FLOAT) {
+        char buf[32];
+        const auto [end, ec] =
+            std::to_chars(buf, buf + sizeof buf, sqlite3_column_double(s.get(), i));
+        row.emplace_back(buf, ec == std::errc() ? end : buf);
+      } else {
+        row.emplace_back(ColumnView(s.get(), i));
+      }
+    }
+  }
+  if (rc != SQLITE_DONE) return Error("query");
+  return rows;
 }
 
 Result<std::string> SqliteLedger::IntegrityCheck() const {

@@ -1,6 +1,7 @@
 // Showback formatting and command.
 #include "core/cost/showback.h"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -251,20 +252,25 @@ Result<ReportFormat> ParseReportFormat(std::string_view text) {
 }
 
 std::string FormatShowback(const Showback& showback, ShowbackGroup group_by, ReportFormat format) {
-  const bool by_model = group_by == ShowbackGroup::kGpuModel;
+  // The group's column: {machine name, heading, table heading}.
+  const std::array<const char*, 3> names =
+      group_by == ShowbackGroup::kGpuModel ? std::array{"gpu_model", "GPU model", "GPU MODEL"}
+      : group_by == ShowbackGroup::kCluster
+          ? std::array{"cluster", "Cluster", "CLUSTER"}
+          : std::array{"cost_center", "Cost center", "COST CENTER"};
   switch (format) {
     case ReportFormat::kCsv:
-      return Csv(showback, by_model ? "gpu_model" : "cost_center");
+      return Csv(showback, names[0]);
     case ReportFormat::kJson:
-      return Json(showback, by_model ? "gpu_model" : "cost_center");
+      return Json(showback, names[0]);
     case ReportFormat::kMarkdown:
-      return Table(showback, by_model ? "GPU model" : "Cost center", true);
+      return Table(showback, names[1], true);
     case ReportFormat::kSummary:
       return Summary(showback.total);
     case ReportFormat::kTable:
       break;
   }
-  return Table(showback, by_model ? "GPU MODEL" : "COST CENTER", false);
+  return Table(showback, names[2], false);
 }
 
 }  // namespace gpuvpa

@@ -9,6 +9,7 @@
 #include "core/base/text_lines.h"
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
+#include "core/cli/ledger_flags.h"
 #include "core/config/config.h"
 #include "core/gpu/gpu_catalog.h"
 #include "core/metrics/exposition_text.h"
@@ -92,7 +93,7 @@ struct RecommendFlags {
   std::string trace_format = "auto";
   std::string checkpoint_path;
   std::string format_text = "table";
-  std::string ledger_path;
+  LedgerFlags ledger;
   std::string config_path;
   std::string now_text;
   std::string sm_unit = "ratio";
@@ -121,7 +122,7 @@ std::unique_ptr<CLI::App> RecommendApp(RecommendFlags& f) {
   app->add_option("--format", f.format_text, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
   app->add_flag("--wide", f.wide, "every table column (default: fits 120 columns)");
-  app->add_option("--ledger", f.ledger_path, "charge usage not yet charged to this ledger");
+  AddLedgerFlags(*app, f.ledger, "charge usage not yet charged to this ledger");
   app->add_option("--config", f.config_path, "gpuvpa config (prices, cost centers)");
   app->add_option("--min-history-hours", f.min_history_hours, "history needed before recommending")
       ->check(NonNegativeNumber());
@@ -156,8 +157,8 @@ Result<std::unique_ptr<Ledger>> RestoreState(const RecommendFlags& f, FleetStore
       return Status(load.status().code(), "checkpoint: " + load.status().message());
     }
   }
-  if (f.ledger_path.empty()) return std::unique_ptr<Ledger>();
-  Result<std::unique_ptr<Ledger>> opened = Ledger::Open(f.ledger_path);
+  if (!f.ledger.given()) return std::unique_ptr<Ledger>();
+  Result<std::unique_ptr<Ledger>> opened = OpenLedger(f.ledger);
   Result<std::unordered_map<std::string, double>> marks =
       opened.ok() ? (*opened)->ChargeMarks()
                   : Result<std::unordered_map<std::string, double>>(opened.status());
@@ -243,7 +244,7 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
     return kExitFailure;
   }
   for (const auto& [flag, path] : {std::pair{std::string("--checkpoint"), f.checkpoint_path},
-                                   std::pair{std::string("--ledger"), f.ledger_path}}) {
+                                   std::pair{std::string("--ledger"), SqlitePathOf(f.ledger)}}) {
     if (path.empty()) continue;
     if (Status s = CheckWritablePath(flag, path); !s.ok()) {
       err << kRecommend << ": " << s.message() << "\n";
@@ -269,7 +270,7 @@ int RunRecommendCommand(const std::vector<std::string>& args, std::ostream& out,
     for (const Status& s : settled.charged.unpriced)
       err << "ledger: not charged yet: " << s.message() << "\n";
     err << "ledger: charged " << settled.charged.workloads << " workload-containers ("
-        << settled.charged.new_rows << " new rows) to " << f.ledger_path << "\n";
+        << settled.charged.new_rows << " new rows) to " << LedgerShownAs(f.ledger) << "\n";
   }
   if (!settled.checkpoint.ok()) err << "checkpoint: " << settled.checkpoint.message() << "\n";
   if (!settled.ledger.ok() || !settled.checkpoint.ok()) return kExitFailure;

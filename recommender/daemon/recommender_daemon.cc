@@ -8,6 +8,7 @@
 #include "core/base/names.h"
 #include "core/base/time_format.h"
 #include "core/base/workload_key.h"
+#include "core/cli/ledger_flags.h"
 #include "core/cost/cost_center.h"
 #include "core/gpu/gpu_catalog.h"
 #include "core/net/metrics_page.h"
@@ -104,7 +105,7 @@ Result<std::unique_ptr<RecommenderDaemon>> RecommenderDaemon::Create(DaemonConfi
                                                                      GpuvpaConfig gpuvpa) {
   std::unique_ptr<RecommenderDaemon> d(new RecommenderDaemon(std::move(config), std::move(gpuvpa)));
   const DaemonConfig& c = d->config_;
-  Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(d->gpuvpa_.ledger_path);
+  Result<std::unique_ptr<Ledger>> ledger = OpenLedger(WithConfigDefaults({}, d->gpuvpa_));
   if (!ledger.ok()) return Status(ledger.status().code(), "ledger: " + ledger.status().message());
   Result<std::unordered_map<std::string, double>> marks = (*ledger)->ChargeMarks();
   if (!marks.ok()) return Status(marks.status().code(), "ledger: " + marks.status().message());

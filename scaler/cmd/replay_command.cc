@@ -5,6 +5,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/cli/cli.h"
+#include "core/cli/ledger_flags.h"
 #include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "core/cost/money.h"
@@ -60,7 +61,7 @@ Result<std::string> ReplayCost(const QueueReplayResult& r, double usd_per_gpu_ho
 // The replay as one priced metered_period row (its id makes a re-run add nothing); the rows
 // added.
 Result<size_t> WriteReplayRow(const QueueReplayResult& r, MeteredPeriod period,
-                              double usd_per_gpu_hour, const std::string& ledger_path) {
+                              double usd_per_gpu_hour, const LedgerFlags& ledger) {
   period.start_s = r.start_s;
   period.end_s = r.start_s + r.duration_s;
   period.gpu_seconds = r.metered_gpu_s;
@@ -70,7 +71,7 @@ Result<size_t> WriteReplayRow(const QueueReplayResult& r, MeteredPeriod period,
   period.evidence["cold_starts"] = r.cold_starts;
   Result<LedgerAction> row = MeteredPeriodRow(period, usd_per_gpu_hour);
   if (!row.ok()) return row.status();
-  Result<std::unique_ptr<Ledger>> opened = Ledger::Open(ledger_path);
+  Result<std::unique_ptr<Ledger>> opened = OpenLedger(ledger);
   if (!opened.ok()) return opened.status();
   return (*opened)->Append(*row);
 }
@@ -83,7 +84,8 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
   std::string service_unit = "s";
   QueueReplayOptions o;
   double usd_per_gpu_hour = 0;
-  std::string gpu_model, config_path, ledger_path, ns, scaled_object, cost_center = "unallocated";
+  LedgerFlags ledger_flags;
+  std::string gpu_model, config_path, ns, scaled_object, cost_center = "unallocated";
   auto app = NewCommandApp("gpuvpa-scaler", "replay",
                            "Replay a request-arrival trace through a simulated KEDA/HPA-scaled "
                            "queue: metered GPU time against reserved.");
@@ -125,9 +127,9 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
   app->add_option("--config", config_path, "gpuvpa config (prices, region)")
       ->check(CLI::ExistingFile)
       ->needs(model);
-  CLI::Option* ledger = app->add_option(
-      "--ledger", ledger_path,
-      "also write the replay as one priced metered_period row (a re-run adds nothing)");
+  AddLedgerFlags(*app, ledger_flags,
+                 "also write the replay as one priced metered_period row (a re-run adds nothing)");
+  CLI::Option* ledger = app->get_option("--ledger");
   app->add_option("--namespace", ns, "the ScaledObject's namespace, for the ledger row")
       ->needs(ledger);
   app->add_option("--scaled-object", scaled_object, "the ScaledObject's name, for the ledger row")
@@ -177,7 +179,7 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
     }
     out << *cost;
   }
-  if (!ledger_path.empty()) {
+  if (ledger_flags.given()) {
     MeteredPeriod period;
     period.namespace_name = ns;
     period.scaled_object = scaled_object;
@@ -186,13 +188,15 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
     period.evidence = {{"source", "gpuvpa-scaler replay"},
                        {"arrivals", arrivals_path},
                        {"gpu_per_replica", o.gpu_per_replica}};
-    Result<size_t> added = WriteReplayRow(*r, std::move(period), usd_per_gpu_hour, ledger_path);
+    Result<size_t> added = WriteReplayRow(*r, std::move(period), usd_per_gpu_hour, ledger_flags);
     if (!added.ok()) {
-      err << kReplay << ": ledger " << ledger_path << ": " << added.status().message() << "\n";
+      err << kReplay << ": ledger " << LedgerShownAs(ledger_flags) << ": "
+          << added.status().message() << "\n";
       return kExitFailure;
     }
     out << "ledger                " << *added << " metered_period row"
-        << (*added == 1 ? "" : "s (already there)") << " in " << ledger_path << "\n";
+        << (*added == 1 ? "" : "s (already there)") << " in " << LedgerShownAs(ledger_flags)
+        << "\n";
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/cli/cli.h"
+#include "core/cli/ledger_flags.h"
 #include "core/cli/logging.h"
 #include "core/config/config.h"
 #include "core/cost/ledger.h"
@@ -44,7 +45,8 @@ struct ServeFlags {
   ServerOptions server;
   std::string metrics_listen = "0.0.0.0:9091";
   std::string health_listen;
-  std::string ledger_path;
+  LedgerFlags ledger;
+  std::string ledger_shown;  // where rows go, for logs
   ClientChannelOptions ledger_service;
   std::string spool_path;
   std::string open_periods_path;
@@ -77,14 +79,18 @@ std::unique_ptr<CLI::App> ServeApp(ServeFlags& f) {
                   "the backends trigger metadata may name, with their credentials, and limits "
                   "(YAML; see scaler/config/scaler_config.h). Without it only push queues work")
       ->check(CLI::ExistingFile);
-  auto* ledger_file =
-      app->add_option("--ledger", f.ledger_path, "ledger file for metered periods (default: none)");
+  AddLedgerFlags(*app, f.ledger,
+                 "the ledger for metered periods, written directly (default: none)");
+  auto* ledger_file = app->get_option("--ledger");
+  auto* ledger_url_file = app->get_option("--ledger-url-file");
   auto* ledger_grpc = app->add_option(
       "--ledger-service", f.ledger_service.address,
       "the ledger's owner (gpuvpa-recommender --accept-ledger-rows), host:port: metered rows go "
       "there instead of to a file");
   ledger_file->excludes(ledger_grpc);
+  ledger_url_file->excludes(ledger_grpc);
   ledger_grpc->excludes(ledger_file);
+  ledger_grpc->excludes(ledger_url_file);
   app->add_option("--ledger-service-ca", f.ledger_service.ca_file,
                   "CA (PEM) of the ledger service: TLS")
       ->needs(ledger_grpc);
@@ -120,10 +126,19 @@ std::unique_ptr<CLI::App> ServeApp(ServeFlags& f) {
 // The ledger metered rows go to (a file, or the ledger's owner over gRPC; none: null). Sets the
 // spool's default path and the ledger's name in logs.
 Result<std::unique_ptr<LedgerSink>> OpenLedger(ServeFlags& f) {
-  if (!f.ledger_path.empty()) {
-    Result<std::unique_ptr<Ledger>> opened = Ledger::Open(f.ledger_path);
+  if (f.ledger.given()) {
+    if (!f.ledger_service.address.empty())
+      return InvalidArgumentError(
+          "--ledger (or --ledger-url-file) and --ledger-service: rows go to one of them");
+    const std::string sqlite_path = SqlitePathOf(f.ledger);
+    if (f.spool_path.empty() && sqlite_path.empty())
+      return InvalidArgumentError(
+          "--spool is required with --ledger-url-file: rows wait there while the database is "
+          "unreachable");
+    Result<std::unique_ptr<Ledger>> opened = OpenLedger(f.ledger);
     if (!opened.ok()) return opened.status();
-    if (f.spool_path.empty()) f.spool_path = f.ledger_path + ".spool";
+    if (f.spool_path.empty()) f.spool_path = sqlite_path + ".spool";
+    f.ledger_shown = LedgerShownAs(f.ledger);
     return std::unique_ptr<LedgerSink>(std::move(opened).value());
   }
   if (f.ledger_service.address.empty()) return std::unique_ptr<LedgerSink>();
@@ -132,7 +147,7 @@ Result<std::unique_ptr<LedgerSink>> OpenLedger(ServeFlags& f) {
   Result<std::unique_ptr<RemoteLedger>> remote =
       RemoteLedger::Connect(f.ledger_service, std::chrono::seconds(2));
   if (!remote.ok()) return remote.status();
-  f.ledger_path = "service " + f.ledger_service.address;
+  f.ledger_shown = "service " + f.ledger_service.address;
   return std::unique_ptr<LedgerSink>(std::move(remote).value());
 }
 
@@ -157,7 +172,7 @@ void SettleEarlierRuns(ActivityMeter& meter, const ServeFlags& f) {
   if (Result<size_t> moved = meter.MoveSpooled(); !moved.ok())
     spdlog::error("spool {} not replayed yet (kept): {}", f.spool_path, moved.status().message());
   else if (*moved > 0)
-    spdlog::info("replayed {} spooled metered rows into the ledger {}", *moved, f.ledger_path);
+    spdlog::info("replayed {} spooled metered rows into the ledger {}", *moved, f.ledger_shown);
   if (Result<size_t> recovered = meter.RecoverOpenPeriods(); !recovered.ok())
     spdlog::error("open metering periods: {}", recovered.status().message());
   else if (*recovered > 0)

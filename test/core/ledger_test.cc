@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 
 #include "core/cost/showback.h"
@@ -316,6 +317,90 @@ TEST_P(LedgerTest, ShowbackSummaryIsThreeLinesAndSaysWhatIsMissing) {
             "proposed monthly savings  $750.00 a month\n"
             "scale-to-zero metering    $2.50 metered vs $20.00 reserved (12.5 % of the "
             "reservation)\n");
+}
+
+}  // namespace
+}  // namespace gpuvpa
+
+namespace gpuvpa {
+namespace {
+
+// Two installations writing the same workload names (and so the same action ids) into one
+// ledger: their rows, marks and showback stay apart.
+TEST_P(LedgerTest, TwoClustersWritingTheSameIdsStayApart) {
+  ledger_.reset();
+  Result<std::unique_ptr<Ledger>> east = Ledger::Open(Path(), {.cluster = "east"});
+  Result<std::unique_ptr<Ledger>> west = Ledger::Open(Path(), {.cluster = "west"});
+  ASSERT_TRUE(east.ok() && west.ok()) << east.status().message() << west.status().message();
+  LedgerAction a =
+      Action("usage/ns/w/1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "w", "finance");
+  a.period_start_s = 0;
+  a.period_end_s = 3600;
+  a.allocated = 1'000'000;
+  ASSERT_EQ(*(*east)->Append(std::span(&a, 1), std::vector<ChargeMark>{{"w/gpu0", 3600}}), 1u);
+  a.allocated = 3'000'000;  // another cluster's row under the same id: not a conflict
+  ASSERT_EQ(*(*west)->Append(std::span(&a, 1), std::vector<ChargeMark>{{"w/gpu0", 7200}}), 1u);
+  EXPECT_EQ(*(*west)->Append(a), 0u) << "the same row again is still one row";
+  EXPECT_EQ(*(*east)->CountRows(), 2);
+  EXPECT_EQ((*(*east)->ChargeMarks()).at("w/gpu0"), 3600);
+  EXPECT_EQ((*(*west)->ChargeMarks()).at("w/gpu0"), 7200);
+  // A row may name its cluster itself (what `gpuvpa ledger copy` writes).
+  LedgerAction named = a;
+  named.cluster = "north";
+  EXPECT_EQ(*(*east)->Append(named), 1u);
+
+  ShowbackQuery per_cluster;
+  per_cluster.group_by = ShowbackGroup::kCluster;
+  Result<Showback> by_cluster = (*east)->QueryShowback(per_cluster);
+  ASSERT_TRUE(by_cluster.ok()) << by_cluster.status().message();
+  ASSERT_EQ(by_cluster->groups.size(), 3u);
+  EXPECT_EQ(by_cluster->groups[0].group, "east");
+  EXPECT_EQ(by_cluster->groups[0].allocated, 1'000'000);
+  EXPECT_EQ(by_cluster->groups[2].group, "west");
+  EXPECT_EQ(by_cluster->groups[2].allocated, 3'000'000);
+  EXPECT_EQ(by_cluster->total.allocated, 7'000'000);
+  ShowbackQuery west_query;
+  west_query.cluster = "west";
+  Result<Showback> west_only = (*east)->QueryShowback(west_query);
+  ASSERT_TRUE(west_only.ok());
+  EXPECT_EQ(west_only->total.allocated, 3'000'000);
+
+  LedgerAction bad = a;
+  bad.cluster = "West_1";
+  Result<size_t> refused = (*east)->Append(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("cluster \"West_1\""), std::string::npos)
+      << refused.status().message();
+  EXPECT_FALSE(Ledger::Open(Path(), {.cluster = "Bad Name"}).ok());
+}
+
+// A ledger written before clusters existed (schema 2, the demo's, kept as written) opens with
+// this build: migrated, every row and mark kept under the migrating installation's cluster,
+// and the same figures to the cent.
+TEST(LedgerMigrationTest, AVersionTwoLedgerMigratesKeepingItsRowsMarksAndFigures) {
+  testing::ScopedTempDir tmp;
+  const std::string path = tmp.Path("ledger.db");
+  std::filesystem::copy_file(std::string(GPUVPA_SOURCE_DIR) + "/test/data/ledger/demo-v2.db", path);
+  Result<std::unique_ptr<Ledger>> l = Ledger::Open(path, {.cluster = "prod-eu"});
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ((*l)->schema_version(), Ledger::kSchemaVersion);
+  EXPECT_EQ(*(*l)->CountRows(), 15);
+  EXPECT_EQ((*(*l)->ChargeMarks()).size(), 11u);
+  EXPECT_EQ(*(*l)->IntegrityCheck(), "ok");
+  Result<Showback> s = (*l)->QueryShowback({});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const std::string summary =
+      FormatShowback(*s, ShowbackGroup::kCostCenter, ReportFormat::kSummary);
+  for (const char* figure :
+       {"$5,698.95 of $7,436.39", "$21,663.69 a month", "$407.53 metered vs $4,020.67 reserved"})
+    EXPECT_NE(summary.find(figure), std::string::npos) << figure << "\n" << summary;
+  Result<Ledger::Page> rows = (*l)->ReadRows(0, 100);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->rows.size(), 15u);
+  for (const LedgerAction& a : rows->rows) EXPECT_EQ(a.cluster, "prod-eu") << a.action_id;
+  // Appending a row the old build wrote is still the one row it was.
+  EXPECT_EQ(*(*l)->Append(rows->rows[0]), 0u);
+  EXPECT_EQ(*(*l)->Append(rows->rows), 0u);
 }
 
 }  // namespace

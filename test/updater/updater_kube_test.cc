@@ -112,7 +112,7 @@ class UpdaterKubeTest : public ::testing::Test {
       o.recommendations_file = recs_path_;
     else
       o.recommender.address = recommender;
-    o.ledger_path = ledger_path_;
+    o.ledger.ledger = ledger_path_;
     o.lease.identity = "updater-test";
     o.limits = limits;
     o.report_dir = report_dir;

@@ -66,7 +66,7 @@ std::unique_ptr<CLI::App> UpdaterApp(UpdaterFlags& f) {
   app->add_option("--config", f.config_path, "gpuvpa config (prices, cost centers)");
   app->add_option("--policy", f.policy_path,
                   "update policy YAML (namespace defaults, production selector, thresholds)");
-  app->add_option("--ledger", f.o.ledger_path, "ledger file for proposals, changes and rollbacks");
+  AddLedgerFlags(*app, f.o.ledger, "the ledger for proposals, changes and rollbacks");
   app->add_option("--ledger-service", f.o.ledger_service.address,
                   "the ledger's owner (gpuvpa-recommender --accept-ledger-rows), host:port: rows "
                   "go there instead of to a file");

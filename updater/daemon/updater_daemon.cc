@@ -70,10 +70,12 @@ Result<std::unique_ptr<UpdaterDaemon>> UpdaterDaemon::Create(UpdaterDaemonOption
         "no --change-key-file: this process signs its changes with a key of its own; changes "
         "made by other replicas or earlier runs will not be rolled back by it");
   }
-  if (!d->options_.ledger_path.empty() && !d->options_.ledger_service.address.empty())
-    return InvalidArgumentError("--ledger and --ledger-service: rows go to one of them");
-  if (!d->options_.ledger_path.empty()) {
-    Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(d->options_.ledger_path);
+  if (d->options_.ledger.given() && !d->options_.ledger_service.address.empty())
+    return InvalidArgumentError(
+        "--ledger (or --ledger-url-file) and --ledger-service: rows go to one of them");
+  if (d->options_.ledger.given()) {
+    Result<std::unique_ptr<Ledger>> ledger =
+        OpenLedger(WithConfigDefaults(d->options_.ledger, d->config_));
     if (!ledger.ok()) return ledger.status();
     d->ledger_backend_ = std::move(ledger).value();
   } else if (!d->options_.ledger_service.address.empty()) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "core/cli/ledger_flags.h"
 #include "core/config/config.h"
 #include "core/cost/ledger.h"
 #include "core/cost/ledger_spool.h"
@@ -44,8 +45,9 @@ struct UpdaterDaemonOptions {
   // Recommendations: one of these.
   ClientChannelOptions recommender;  // gpuvpa.v1.RecommendationService (TLS / mTLS from files)
   std::string recommendations_file;
-  // Ledger rows: a file, or the ledger's owner over gRPC; neither: no rows.
-  std::string ledger_path;
+  // Ledger rows: a ledger (SQLite file or PostgreSQL, written directly), or the ledger's owner
+  // over gRPC; neither: no rows.
+  LedgerFlags ledger;
   ClientChannelOptions ledger_service;
   // Rows the ledger (service) refuses wait here, durably, and are moved once it answers.
   std::string spool_path;
