@@ -21,6 +21,7 @@
 #include "recommender/logic/recommender.h"
 #include "recommender/logic/usage_charges.h"
 #include "test/recommender/test_util.h"
+#include "test/support/ledger_backends.h"
 
 namespace gpuvpa::recommender {
 namespace {
@@ -99,14 +100,41 @@ class ExactlyOnceTest : public ::testing::Test {
   std::ostringstream out_, err_;
 };
 
-TEST_F(ExactlyOnceTest, Finding1SameTraceTwiceAddsNothing) {
+// The charges' exactly-once rules on both ledger backends, with the same expected values.
+class ExactlyOnceLedgerTest : public ExactlyOnceTest,
+                              public ::testing::WithParamInterface<gpuvpa::testing::LedgerBackend> {
+ protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(place_.Prepare(&error)) << error;
+    ledger_ = place_.url();
+    if (GetParam() == gpuvpa::testing::LedgerBackend::kPostgres) {
+      std::ofstream(dir_.Path("ledger-url")) << place_.url() << "\n";
+      ledger_flag_ = {"--ledger-url-file", dir_.Path("ledger-url")};
+    } else {
+      ledger_flag_ = {"--ledger", ledger_};
+    }
+  }
+  // A recommend command's arguments with this backend's ledger flag.
+  std::vector<std::string> With(std::vector<std::string> args) const {
+    args.insert(args.end(), ledger_flag_.begin(), ledger_flag_.end());
+    return args;
+  }
+  gpuvpa::testing::LedgerPlace place_{GetParam()};
+  std::vector<std::string> ledger_flag_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, ExactlyOnceLedgerTest,
+                         ::testing::Values(gpuvpa::testing::LedgerBackend::kSqlite,
+                                           gpuvpa::testing::LedgerBackend::kPostgres),
+                         gpuvpa::testing::BackendName);
+
+TEST_P(ExactlyOnceLedgerTest, Finding1SameTraceTwiceAddsNothing) {
   const std::string trace = Write("demo.csv", Demo(2));
-  ASSERT_EQ(Recommend({"--trace", trace, "--checkpoint", ckpt_, "--ledger", ledger_}), 0)
-      << err_.str();
+  ASSERT_EQ(Recommend(With({"--trace", trace, "--checkpoint", ckpt_})), 0) << err_.str();
   const ShowbackRow first = Total();
   EXPECT_EQ(first.allocated_gpu_time, DistinctMilliGpuSeconds({Demo(2)}));
-  ASSERT_EQ(Recommend({"--trace", trace, "--checkpoint", ckpt_, "--ledger", ledger_}), 0)
-      << err_.str();
+  ASSERT_EQ(Recommend(With({"--trace", trace, "--checkpoint", ckpt_})), 0) << err_.str();
   EXPECT_NE(err_.str().find("0 accepted, 31680 already ingested"), std::string::npos) << err_.str();
   const ShowbackRow second = Total();
   EXPECT_EQ(second.allocated_gpu_time, first.allocated_gpu_time);
@@ -136,23 +164,22 @@ TEST_F(ExactlyOnceTest, ARefusedChargeStaysPendingInTheCheckpointAndIsChargedOnc
   EXPECT_EQ(Total().allocated_gpu_time, DistinctMilliGpuSeconds({Demo(2)}));
 }
 
-TEST_F(ExactlyOnceTest, Finding1OverlappingWindowsWithoutACheckpointChargeTheUnion) {
+TEST_P(ExactlyOnceLedgerTest, Finding1OverlappingWindowsWithoutACheckpointChargeTheUnion) {
   const std::string csv = Demo(4);
   const double start = 1793577600, day = 86400;
   const std::string a = Window(csv, start, start + 2.5 * day);
   const std::string b = Window(csv, start + 1.5 * day, start + 4 * day);
-  ASSERT_EQ(Recommend({"--trace", Write("a.csv", a), "--ledger", ledger_}), 0) << err_.str();
-  ASSERT_EQ(Recommend({"--trace", Write("b.csv", b), "--ledger", ledger_}), 0) << err_.str();
+  ASSERT_EQ(Recommend(With({"--trace", Write("a.csv", a)})), 0) << err_.str();
+  ASSERT_EQ(Recommend(With({"--trace", Write("b.csv", b)})), 0) << err_.str();
   EXPECT_EQ(Total().allocated_gpu_time, DistinctMilliGpuSeconds({a, b}));
   EXPECT_EQ(Total().allocated_gpu_time, DistinctMilliGpuSeconds({csv}));
 }
 
-TEST_F(ExactlyOnceTest, Finding1DuplicateRowsCountOnce) {
+TEST_P(ExactlyOnceLedgerTest, Finding1DuplicateRowsCountOnce) {
   const std::string row =
       "2026-11-02T00:00:00Z,team-a,Deployment,web,main,web-0,H100-80GB,nvidia.com/gpu=1,"
       "2000000000,0.5,0\n";
-  ASSERT_EQ(
-      Recommend({"--trace", Write("dup.csv", kHeader + row + row + row), "--ledger", ledger_}), 0)
+  ASSERT_EQ(Recommend(With({"--trace", Write("dup.csv", kHeader + row + row + row)})), 0)
       << err_.str();
   EXPECT_EQ(Total().allocated_gpu_time, 60 * 1000);
   EXPECT_NE(err_.str().find("1 accepted, 2 already ingested"), std::string::npos) << err_.str();

@@ -20,13 +20,15 @@
 #include "recommender/cmd/commands.h"
 #include "recommender/input/demo_fleet.h"
 #include "test/recommender/test_util.h"
+#include "test/support/ledger_backends.h"
 
 namespace gpuvpa::recommender {
 namespace {
 
 constexpr int kRuns = 50;
 
-class KillRetryTest : public ::testing::Test {
+// On both ledger backends: a SQLite file per run, or a database per run on one PostgreSQL.
+class KillRetryTest : public ::testing::TestWithParam<gpuvpa::testing::LedgerBackend> {
  protected:
   static void SetUpTestSuite() {
     // Two daily windows of the demo fleet, as a cron would feed them (day 2 overlaps day 1 by
@@ -51,21 +53,40 @@ class KillRetryTest : public ::testing::Test {
     delete day2_;
   }
 
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(place_.Prepare(&error)) << error;
+  }
   struct Paths {
-    std::string day1, day2, checkpoint, ledger;
+    std::string day1, day2, checkpoint, ledger;  // ledger: its URL
+    std::vector<std::string> ledger_flag;        // how the command is told
   };
   Paths Setup(const std::string& name) {
-    Paths p{dir_.Path(name + "-day1.csv"), dir_.Path(name + "-day2.csv"), dir_.Path(name + ".ckpt"),
-            dir_.Path(name + ".db")};
+    Paths p{dir_.Path(name + "-day1.csv"),
+            dir_.Path(name + "-day2.csv"),
+            dir_.Path(name + ".ckpt"),
+            dir_.Path(name + ".db"),
+            {"--ledger", dir_.Path(name + ".db")}};
+    if (place_.postgres() != nullptr) {
+      std::string error;
+      p.ledger = place_.postgres()->CreateDatabase(name, &error);
+      EXPECT_FALSE(p.ledger.empty()) << error;
+      std::ofstream(dir_.Path(name + ".url")) << p.ledger << "\n";
+      p.ledger_flag = {"--ledger-url-file", dir_.Path(name + ".url")};
+    }
     std::ofstream(p.day1) << *day1_;
     std::ofstream(p.day2) << *day2_;
     return p;
   }
+  static std::vector<std::string> Args(const Paths& p, const std::string& trace) {
+    std::vector<std::string> args = {"--trace",    trace,   "--checkpoint",
+                                     p.checkpoint, "--now", "2026-12-01"};
+    args.insert(args.end(), p.ledger_flag.begin(), p.ledger_flag.end());
+    return args;
+  }
   static int Recommend(const Paths& p, const std::string& trace) {
     std::ostringstream out, err;
-    const int rc = RunRecommendCommand({"--trace", trace, "--checkpoint", p.checkpoint, "--ledger",
-                                        p.ledger, "--now", "2026-12-01"},
-                                       out, err);
+    const int rc = RunRecommendCommand(Args(p, trace), out, err);
     EXPECT_EQ(rc, 0) << err.str();
     return rc;
   }
@@ -78,7 +99,13 @@ class KillRetryTest : public ::testing::Test {
   static std::string* day1_;
   static std::string* day2_;
   testing::ScopedTempDir dir_;
+  gpuvpa::testing::LedgerPlace place_{GetParam()};
 };
+
+INSTANTIATE_TEST_SUITE_P(Backends, KillRetryTest,
+                         ::testing::Values(gpuvpa::testing::LedgerBackend::kSqlite,
+                                           gpuvpa::testing::LedgerBackend::kPostgres),
+                         gpuvpa::testing::BackendName);
 std::string* KillRetryTest::day1_ = nullptr;
 std::string* KillRetryTest::day2_ = nullptr;
 
@@ -93,7 +120,7 @@ void ExpectSameMoney(const Showback& a, const Showback& b) {
   }
 }
 
-TEST_F(KillRetryTest, ARetryAfterSigkillAtAnyMomentChargesExactlyWhatAnUninterruptedRunDoes) {
+TEST_P(KillRetryTest, ARetryAfterSigkillAtAnyMomentChargesExactlyWhatAnUninterruptedRunDoes) {
   // The run length that kill times are drawn over: the median of three uninterrupted runs, so
   // one slow run (a busy machine, another test beside this one) does not spread the kills past
   // the end of most runs.
@@ -127,9 +154,7 @@ TEST_F(KillRetryTest, ARetryAfterSigkillAtAnyMomentChargesExactlyWhatAnUninterru
     ASSERT_GE(child, 0);
     if (child == 0) {
       std::ostringstream out, err;
-      _exit(RunRecommendCommand({"--trace", p.day2, "--checkpoint", p.checkpoint, "--ledger",
-                                 p.ledger, "--now", "2026-12-01"},
-                                out, err));
+      _exit(RunRecommendCommand(Args(p, p.day2), out, err));
     }
     ::usleep(static_cast<useconds_t>(delay_us(rng)));
     ::kill(child, SIGKILL);
