@@ -129,19 +129,24 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
       ->needs(model);
   AddLedgerFlags(*app, ledger_flags,
                  "also write the replay as one priced metered_period row (a re-run adds nothing)");
-  CLI::Option* ledger = app->get_option("--ledger");
-  app->add_option("--namespace", ns, "the ScaledObject's namespace, for the ledger row")
-      ->needs(ledger);
-  app->add_option("--scaled-object", scaled_object, "the ScaledObject's name, for the ledger row")
-      ->needs(ledger);
-  app->add_option("--cost-center", cost_center, "cost center of the ledger row")->needs(ledger);
+  CLI::Option* row_fields[] = {
+      app->add_option("--namespace", ns, "the ScaledObject's namespace, for the ledger row"),
+      app->add_option("--scaled-object", scaled_object,
+                      "the ScaledObject's name, for the ledger row"),
+      app->add_option("--cost-center", cost_center, "cost center of the ledger row")};
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
+  for (CLI::Option* field : row_fields)
+    if (field->count() > 0 && !ledger_flags.given()) {
+      err << "gpuvpa-scaler replay: " << field->get_name()
+          << " is for the ledger row: give --ledger or --ledger-url-file\n";
+      return kExitUsage;
+    }
   if (fixed->count() == 0 && column->count() == 0) {
     err << "gpuvpa-scaler replay: give --service-seconds or --service-column\n"
         << "Run 'gpuvpa-scaler replay --help' for the flags.\n";
     return kExitUsage;
   }
-  if (ledger->count() > 0 &&
+  if (ledger_flags.given() &&
       (ns.empty() || scaled_object.empty() || price->count() + model->count() == 0)) {
     err << "gpuvpa-scaler replay: --ledger needs --namespace, --scaled-object and a price "
            "(--usd-per-gpu-hour or --gpu-model)\n"

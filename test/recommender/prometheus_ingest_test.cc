@@ -19,6 +19,7 @@
 #include "core/api/recommendation_contract.h"
 #include "core/base/time_format.h"
 #include "core/config/config.h"
+#include "core/cost/ledger.h"
 #include "core/gpu/gpu_catalog.h"
 #include "core/net/http_client.h"
 #include "proto/gpuvpa.grpc.pb.h"
@@ -26,6 +27,7 @@
 #include "recommender/daemon/daemon_config.h"
 #include "recommender/daemon/recommender_daemon.h"
 #include "recommender/logic/recommender.h"
+#include "test/support/ledger_backends.h"
 #include "test/support/process.h"
 #include "test/support/prometheus_server.h"
 #include "test/support/scripted_http_server.h"
@@ -427,6 +429,88 @@ TEST_F(PrometheusIngestTest, ReadinessFollowsTheLastPollsAndTheLedgerStaysReady)
   prometheus.SetBodyFor("/api/v1/query", empty_vector);
   ASSERT_TRUE(d->PollOnce(now += 60).ok());
   EXPECT_EQ(d->HandleHttp("/readyz").status, 200);
+}
+
+// The PostgreSQL ledger end to end: two recommender shard processes of cluster "east" and the
+// scaler of cluster "west" write one database directly (each process its own connection, no
+// LedgerService). Showback across clusters and per cluster equals the sums of the rows, to the
+// micro-dollar, and a second pass of the shards adds nothing.
+TEST_F(PrometheusIngestTest, TwoShardsAndAScalerOfAnotherClusterWriteOnePostgresLedger) {
+  testing::ScopedTempDir tmp;
+  testing::LedgerPlace pg(testing::LedgerBackend::kPostgres);
+  std::string error;
+  ASSERT_TRUE(pg.Prepare(&error)) << error;
+  const std::string url_file = tmp.Path("ledger-url");
+  std::ofstream(url_file) << pg.url() << "\n";
+  auto run_shards = [&] {
+    std::vector<pid_t> pids;
+    for (int shard = 0; shard < 2; ++shard) {
+      const std::string dir = tmp.Path("shard" + std::to_string(shard));
+      std::filesystem::create_directories(dir);
+      std::string yaml = ConfigYaml(tmp, server_->url());
+      const std::string sqlite_ledger = "ledger:\n  path: " + tmp.Path("ledger.db");
+      yaml.replace(yaml.find(sqlite_ledger), sqlite_ledger.size(),
+                   "cluster: east\nledger:\n  url_file: " + url_file);
+      yaml.replace(yaml.find(tmp.Path("checkpoint")), tmp.Path("checkpoint").size(),
+                   dir + "/checkpoint");
+      yaml += "  shard:\n    index: " + std::to_string(shard) + "\n    count: 2\n";
+      std::ofstream(dir + "/gpuvpa.yaml") << yaml;
+      pids.push_back(testing::SpawnProcess({std::string(GPUVPA_BIN_DIR) + "/gpuvpa-recommender",
+                                            "--config", dir + "/gpuvpa.yaml", "--once"},
+                                           dir + "/run.log"));
+    }
+    for (int shard = 0; shard < 2; ++shard)
+      EXPECT_EQ(testing::WaitForExit(pids[static_cast<size_t>(shard)], std::chrono::seconds(60)), 0)
+          << testing::ReadTextFile(tmp.Path("shard" + std::to_string(shard)) + "/run.log");
+  };
+  run_shards();
+  // The scaler writes its metered period for another cluster into the same database.
+  const std::string scaler = std::string(GPUVPA_BIN_DIR) + "/gpuvpa-scaler";
+  int rc = 0;
+  const std::string arrivals = tmp.Path("arrivals.csv");
+  testing::RunShell(scaler + " demo-arrivals --out " + arrivals, &rc);
+  ASSERT_EQ(rc, 0);
+  const std::string replay = testing::RunShell(
+      scaler + " replay --arrivals " + arrivals +
+          " --service-column service_seconds --target 5 --max-replicas 1 --gpu-per-replica 4"
+          " --gpu-model H100-80GB --namespace research --scaled-object nightly-train"
+          " --cost-center research --cluster west --ledger-url-file " +
+          url_file,
+      &rc);
+  ASSERT_EQ(rc, 0) << replay;
+
+  auto sum = [&](const std::string& column, const std::string& where) {
+    return std::stoll(pg.postgres()->Query(
+        "ledger", "SELECT COALESCE(SUM(" + column + "), 0) FROM actions" + where));
+  };
+  std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(pg.url())).value();
+  ShowbackQuery by_cluster;
+  by_cluster.group_by = ShowbackGroup::kCluster;
+  const Showback all = *ledger->QueryShowback(by_cluster);
+  ASSERT_EQ(all.groups.size(), 2u);
+  EXPECT_EQ(all.groups[0].group, "east");
+  EXPECT_EQ(all.groups[1].group, "west");
+  EXPECT_GT(all.groups[0].allocated, 0) << "the shards charged usage";
+  EXPECT_GT(all.groups[1].metered, 0) << "the scaler metered its period";
+  EXPECT_EQ(all.total.allocated, sum("allocated_micro_usd", ""));
+  EXPECT_EQ(all.total.metered, sum("metered_micro_usd", ""));
+  for (const char* cluster : {"east", "west"}) {
+    ShowbackQuery one;
+    one.cluster = cluster;
+    const Showback s = *ledger->QueryShowback(one);
+    const std::string where = std::string(" WHERE cluster = '") + cluster + "'";
+    EXPECT_EQ(s.total.allocated, sum("allocated_micro_usd", where)) << cluster;
+    EXPECT_EQ(s.total.metered, sum("metered_micro_usd", where)) << cluster;
+    EXPECT_EQ(s.total.reserved, sum("reserved_micro_usd", where)) << cluster;
+  }
+  // Both shards wrote: the usage rows name all six workloads, each charged by one shard.
+  EXPECT_EQ(pg.postgres()->Query("ledger",
+                                 "SELECT COUNT(DISTINCT namespace || '/' || workload) FROM actions "
+                                 "WHERE cluster = 'east' AND kind = 'allocated_usage'"),
+            "6");
+  const int64_t rows = *ledger->CountRows();
+  run_shards();
+  EXPECT_EQ(*ledger->CountRows(), rows) << "a second pass charges nothing twice";
 }
 
 // Two replicas, each its shard (a stable hash of the workload key), run as two processes at
