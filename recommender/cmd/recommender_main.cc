@@ -27,6 +27,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   std::string config_path, log_level = "info", listen_http, listen_grpc;
   bool once = false;
   bool accept_ledger_rows = false;
+  int shard_index = -1;
   auto app = NewCommandApp(
       "gpuvpa-recommender", "",
       "The long-running recommender: polls Prometheus (DCGM exporter + kube-state-metrics), "
@@ -43,6 +44,10 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                 "also serve gpuvpa.v1.LedgerService: the updater's and the scaler's rows go into "
                 "this daemon's ledger (one writer for the ledger file). Needs mTLS "
                 "(recommender.client_ca_file) unless listen_grpc is a loopback address");
+  app->add_option("--shard-index", shard_index,
+                  "override recommender.shard.index: this replica's shard (a StatefulSet passes "
+                  "its pod index); must be below shard.count")
+      ->check(CLI::NonNegativeNumber);
   app->add_flag("--once", once, "poll once, save the checkpoint, print the summary and exit");
   app->add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
@@ -64,6 +69,14 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (!config.ok()) return fail(config.status());
   if (!listen_http.empty()) config->listen_http = listen_http;
   if (!listen_grpc.empty()) config->listen_grpc = listen_grpc;
+  if (shard_index >= 0) {
+    if (shard_index >= config->shard_count) {
+      err << "gpuvpa-recommender: --shard-index " << shard_index << " is not below " << config_path
+          << " recommender.shard.count " << config->shard_count << "\n";
+      return kExitUsage;
+    }
+    config->shard_index = shard_index;
+  }
   // Ledger rows are money: only peers with a certificate this daemon trusts may append them,
   // unless nothing but this machine can reach the port.
   const bool loopback = config->listen_grpc.rfind("127.0.0.1:", 0) == 0 ||

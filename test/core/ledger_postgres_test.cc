@@ -143,6 +143,28 @@ TEST_F(LedgerPostgresTest, EightConcurrentWritersOfTheSameIdsStoreEachOnce) {
   EXPECT_EQ(Sum("allocated_micro_usd"), expected);
 }
 
+// Writers need only the role the README gives them: with the schema current, opening runs no
+// DDL; the role can append and read, and cannot drop, update or delete.
+TEST_F(LedgerPostgresTest, AWriterRoleThatCanOnlyInsertAndSelectIsEnough) {
+  for (const char* sql :
+       {"CREATE ROLE gpuvpa_writer LOGIN", "GRANT CONNECT ON DATABASE ledger TO gpuvpa_writer",
+        "GRANT USAGE ON SCHEMA public TO gpuvpa_writer",
+        "GRANT SELECT, INSERT ON actions, charge_marks, gpuvpa_schema TO gpuvpa_writer",
+        "GRANT USAGE ON SEQUENCE actions_seq_seq, charge_marks_seq_seq TO gpuvpa_writer"})
+    ASSERT_EQ(place_.RawExec(sql), "") << sql;
+  std::string url = place_.url();
+  url.replace(url.find("gpuvpa@"), 7, "gpuvpa_writer@");
+  Result<std::unique_ptr<Ledger>> writer = Ledger::Open(url, {.cluster = "east"});
+  ASSERT_TRUE(writer.ok()) << writer.status().message();
+  ASSERT_EQ(*(*writer)->Append(Rows(0, 10), std::vector<ChargeMark>{{"s", 1}}), 10u);
+  ASSERT_TRUE((*writer)->QueryShowback({}).ok());
+  const std::string as_writer = "SET ROLE gpuvpa_writer; ";
+  EXPECT_NE(place_.RawExec(as_writer + "DROP TABLE actions"), "");
+  EXPECT_NE(place_.RawExec(as_writer + "DELETE FROM actions"), "");
+  EXPECT_NE(place_.RawExec(as_writer + "UPDATE actions SET allocated_micro_usd = 0"), "");
+  EXPECT_EQ(*ledger_->CountRows(), 10);
+}
+
 // The ledger's credentials never reach an error message.
 TEST_F(LedgerPostgresTest, AnUnreachableDatabaseIsUnavailableAndItsPasswordIsNotShown) {
   place_.postgres()->Stop();

@@ -453,11 +453,13 @@ TEST_F(PrometheusIngestTest, TwoShardsAndAScalerOfAnotherClusterWriteOnePostgres
                    "cluster: east\nledger:\n  url_file: " + url_file);
       yaml.replace(yaml.find(tmp.Path("checkpoint")), tmp.Path("checkpoint").size(),
                    dir + "/checkpoint");
-      yaml += "  shard:\n    index: " + std::to_string(shard) + "\n    count: 2\n";
+      // One config for every replica, as a StatefulSet has: the shard is the pod's index.
+      yaml += "  shard:\n    index: 0\n    count: 2\n";
       std::ofstream(dir + "/gpuvpa.yaml") << yaml;
-      pids.push_back(testing::SpawnProcess({std::string(GPUVPA_BIN_DIR) + "/gpuvpa-recommender",
-                                            "--config", dir + "/gpuvpa.yaml", "--once"},
-                                           dir + "/run.log"));
+      pids.push_back(testing::SpawnProcess(
+          {std::string(GPUVPA_BIN_DIR) + "/gpuvpa-recommender", "--config", dir + "/gpuvpa.yaml",
+           "--once", "--shard-index", std::to_string(shard)},
+          dir + "/run.log"));
     }
     for (int shard = 0; shard < 2; ++shard)
       EXPECT_EQ(testing::WaitForExit(pids[static_cast<size_t>(shard)], std::chrono::seconds(60)), 0)

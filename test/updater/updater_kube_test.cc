@@ -455,6 +455,37 @@ TEST_F(UpdaterKubeTest, LiveReportsDrawTheChartsOfRecommendationsFromGrpc) {
   bad->Shutdown();
 }
 
+// With recommender shards the updater asks every shard: each answers for its own workloads,
+// and one that does not answer fails the cycle (nothing is planned on half a fleet).
+TEST_F(UpdaterKubeTest, RecommendationsComeFromEveryShard) {
+  FixedRecommendations first({Rec("ml-dev", "server")});
+  FixedRecommendations second({Rec("ml-prod", "server")});
+  std::vector<std::unique_ptr<grpc::Server>> servers;
+  std::vector<int> ports(2, 0);
+  for (int i = 0; i < 2; ++i) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &ports[i]);
+    builder.RegisterService(i == 0 ? &first : &second);
+    servers.push_back(builder.BuildAndStart());
+  }
+  const std::string both =
+      "127.0.0.1:" + std::to_string(ports[0]) + ",127.0.0.1:" + std::to_string(ports[1]);
+  const std::string reports = cluster_.dir().Path("shard-reports");
+  auto d = Daemon(kUpdaterToken, {}, {}, reports, both);
+  Result<CycleSummary> s = d->RunCycle(UnixNowSeconds());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const std::string json_report = *ReadWholeFile(reports + "/report.json");
+  EXPECT_NE(json_report.find("\"ml-dev\""), std::string::npos) << "the first shard's workload";
+  EXPECT_NE(json_report.find("\"ml-prod\""), std::string::npos) << "the second shard's workload";
+  servers[1]->Shutdown();
+  auto d2 = Daemon(kUpdaterToken, {}, {}, "", both);
+  s = d2->RunCycle(UnixNowSeconds());
+  ASSERT_EQ(s.status().code(), StatusCode::kUnavailable) << s.status().ToString();
+  EXPECT_NE(s.status().message().find(std::to_string(ports[1])), std::string::npos)
+      << s.status().message();
+  servers[0]->Shutdown();
+}
+
 // A fleet's recommendations with their charts are larger than gRPC's 4 MiB default answer.
 TEST_F(UpdaterKubeTest, AFleetsRecommendationsWithChartsAreTakenBeyondFourMiB) {
   std::vector<v1::Recommendation> fleet;

@@ -54,7 +54,8 @@ std::unique_ptr<CLI::App> UpdaterApp(UpdaterFlags& f) {
   app->add_option("--context", f.context, "kubeconfig context (default: current-context)");
   auto* source = app->add_option_group("recommendations", "where recommendations come from");
   source->add_option("--recommender", f.o.recommender.address,
-                     "gpuvpa-recommender gRPC address (host:port)");
+                     "gpuvpa-recommender gRPC address (host:port); with recommender shards, "
+                     "every shard's, comma-separated (each answers for its own workloads)");
   source->add_option("--recommendations", f.o.recommendations_file,
                      "a file as `gpuvpa recommend --format json` writes it (re-read each cycle)");
   source->require_option(1);

@@ -128,6 +128,21 @@ UpdaterDaemon::UpdaterDaemon(UpdaterDaemonOptions options, GpuvpaConfig config,
 
 UpdaterDaemon::~UpdaterDaemon() = default;
 
+namespace {
+
+// "a:1,b:2" -> {"a:1", "b:2"}; empty parts are dropped.
+std::vector<std::string> SplitAddresses(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    if (comma > start) out.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<v1::Recommendation>> UpdaterDaemon::LoadRecommendations() {
   if (!options_.recommendations_file.empty()) {
     Result<std::string> text = ReadWholeFile(options_.recommendations_file);
@@ -137,29 +152,33 @@ Result<std::vector<v1::Recommendation>> UpdaterDaemon::LoadRecommendations() {
       return InvalidArgumentError(options_.recommendations_file + ": " + parsed.status().message());
     return parsed;
   }
-  ClientChannelOptions recommender = options_.recommender;
-  recommender.max_receive_bytes = kMaxRecommendationsAnswerBytes;
-  Result<std::shared_ptr<grpc::Channel>> channel = MakeClientChannel(recommender);
-  if (!channel.ok()) return channel.status();
-  auto stub = v1::RecommendationService::NewStub(*channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + kRecommenderTimeout);
-  v1::ListRecommendationsRequest request;
-  request.set_include_charts(!options_.report_dir.empty());  // the owner reports draw them
-  v1::ListRecommendationsResponse response;
-  const grpc::Status s = stub->List(&context, request, &response);
-  if (!s.ok())
-    return UnavailableError("recommender " + options_.recommender.address + ": " +
-                            s.error_message());
-  // The same checks as a recommendations file: nothing impossible reaches the planner.
-  for (int i = 0; i < response.recommendations_size(); ++i)
-    if (Status v = ValidateRecommendation(response.recommendations(i),
-                                          "recommendations[" + std::to_string(i) + "]");
-        !v.ok())
-      return InvalidArgumentError("recommender " + options_.recommender.address + ": " +
-                                  v.message());
-  return std::vector<v1::Recommendation>(response.recommendations().begin(),
-                                         response.recommendations().end());
+  // One address, or one per recommender shard (comma-separated): each shard answers for its own
+  // workloads, and a cycle needs them all (one that does not answer fails the cycle, as a lone
+  // recommender does).
+  std::vector<v1::Recommendation> all;
+  for (const std::string& address : SplitAddresses(options_.recommender.address)) {
+    ClientChannelOptions recommender = options_.recommender;
+    recommender.address = address;
+    recommender.max_receive_bytes = kMaxRecommendationsAnswerBytes;
+    Result<std::shared_ptr<grpc::Channel>> channel = MakeClientChannel(recommender);
+    if (!channel.ok()) return channel.status();
+    auto stub = v1::RecommendationService::NewStub(*channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kRecommenderTimeout);
+    v1::ListRecommendationsRequest request;
+    request.set_include_charts(!options_.report_dir.empty());  // the owner reports draw them
+    v1::ListRecommendationsResponse response;
+    const grpc::Status s = stub->List(&context, request, &response);
+    if (!s.ok()) return UnavailableError("recommender " + address + ": " + s.error_message());
+    // The same checks as a recommendations file: nothing impossible reaches the planner.
+    for (int i = 0; i < response.recommendations_size(); ++i)
+      if (Status v = ValidateRecommendation(response.recommendations(i),
+                                            "recommendations[" + std::to_string(i) + "]");
+          !v.ok())
+        return InvalidArgumentError("recommender " + address + ": " + v.message());
+    all.insert(all.end(), response.recommendations().begin(), response.recommendations().end());
+  }
+  return all;
 }
 
 Result<Labels> UpdaterDaemon::NamespaceLabels(const std::string& ns,
