@@ -9,23 +9,32 @@
 #   gpuvpa-scaler-client        client: KEDA, in each workload namespace (TriggerAuthentication)
 # and gpuvpa-updater-change-key (key change.key: 48 random bytes, base64) that signs the
 # updater's applied-change annotations, so a rollback restores only what an updater wrote.
-# Usage: make-secrets.sh [--namespace gpuvpa] [--workload-namespace agents]... OUTDIR
+# With --ledger-url-file FILE (the postgres-ledger overlay), also gpuvpa-ledger-db (key url:
+# the file's first line, a postgresql:// URL of a role that may only insert and select).
+# Usage: make-secrets.sh [--namespace gpuvpa] [--workload-namespace agents]...
+#                        [--ledger-url-file FILE] OUTDIR
 # Writes OUTDIR/secrets.yaml (and the CA's key, OUTDIR/ca.key: keep it or delete it). Keys are
 # written with mode 0600 and never printed.
 set -euo pipefail
 ns=gpuvpa
 workload_namespaces=()
+ledger_url_file=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --namespace) ns="$2"; shift 2 ;;
     --workload-namespace) workload_namespaces+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --ledger-url-file) ledger_url_file="$2"; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "make-secrets.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac
 done
 [ $# -eq 1 ] || { echo "make-secrets.sh: give one output folder (see --help)" >&2; exit 2; }
 [ ${#workload_namespaces[@]} -gt 0 ] || workload_namespaces=(agents)
+if [ -n "$ledger_url_file" ] && ! head -n1 "$ledger_url_file" | grep -q '^postgres\(ql\)\?://'; then
+  echo "make-secrets.sh: --ledger-url-file $ledger_url_file: its first line is not a postgresql:// URL" >&2
+  exit 2
+fi
 out="$1"
 mkdir -p "$out"
 umask 077
@@ -48,7 +57,10 @@ cert() {
     -CAcreateserial -days 825 -extfile "$work/$name.ext" -out "$work/$name.crt" 2>/dev/null
 }
 svc_sans() { echo "DNS:$1,DNS:$1.$ns,DNS:$1.$ns.svc,DNS:$1.$ns.svc.cluster.local"; }
-cert recommender gpuvpa-recommender "$(svc_sans gpuvpa-recommender)" serverAuth
+# The recommender's shards (the postgres-ledger overlay) answer by their own names too.
+cert recommender gpuvpa-recommender \
+  "$(svc_sans gpuvpa-recommender),DNS:*.gpuvpa-recommender-shards.$ns.svc,DNS:*.gpuvpa-recommender-shards.$ns.svc.cluster.local" \
+  serverAuth
 cert scaler gpuvpa-scaler "$(svc_sans gpuvpa-scaler)" serverAuth
 cert updater-client gpuvpa-updater "" clientAuth
 cert scaler-client gpuvpa-scaler "" clientAuth
@@ -89,5 +101,19 @@ type: Opaque
 data:
   change.key: $(openssl rand -base64 48 | tr -d '\n' | base64 -w0)
 YAML
+  if [ -n "$ledger_url_file" ]; then
+    cat <<YAML
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: gpuvpa-ledger-db
+  namespace: $ns
+  labels: {app.kubernetes.io/part-of: gpuvpa}
+type: Opaque
+data:
+  url: $(head -n1 "$ledger_url_file" | tr -d '\n' | base64 -w0)
+YAML
+  fi
 } >"$out/secrets.yaml"
 echo "wrote $out/secrets.yaml (apply it with kubectl apply -f) and the CA key $out/ca.key"

@@ -118,8 +118,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (!grpc_server.ok()) return fail(grpc_server.status());
   spdlog::info(
       "serving RecommendationService{} and grpc.health.v1 on port {}, /metrics /healthz "
-      "/readyz on port {}",
-      accept_ledger_rows ? ", LedgerService" : "", grpc_server->port, (*http)->port());
+      "/readyz on port {}; shard {}/{}",
+      accept_ledger_rows ? ", LedgerService" : "", grpc_server->port, (*http)->port(),
+      config->shard_index, config->shard_count);
   out << "gpuvpa-recommender: grpc port " << grpc_server->port << ", http port " << (*http)->port()
       << std::endl;
   std::thread loop([&d] { d.Run(); });

@@ -225,6 +225,7 @@ int RunServeCommand(const std::vector<std::string>& args, std::ostream& out, std
   if (!scaler_config.ok()) return fail(scaler_config.status());
   Result<std::unique_ptr<Backends>> backends = Backends::Create(*scaler_config);
   if (!backends.ok()) return fail(backends.status());
+  if (f.ledger.cluster.empty()) f.ledger.cluster = config->cluster;  // rows name this cluster
   Result<std::unique_ptr<LedgerSink>> ledger = OpenLedger(f);
   if (!ledger.ok()) return fail(ledger.status());
   auto registry = std::make_shared<prometheus::Registry>();

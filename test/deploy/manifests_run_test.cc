@@ -29,6 +29,7 @@
 #include "core/net/http_client.h"
 #include "proto/health.grpc.pb.h"
 #include "test/support/kube_test_cluster.h"
+#include "test/support/ledger_backends.h"
 #include "test/support/process.h"
 #include "test/support/prometheus_server.h"
 #include "test/support/redis_server.h"
@@ -101,7 +102,10 @@ bool GrpcServing(int port, const std::string& service) {
 
 // One started container.
 struct Started {
-  std::string who;  // workload/container
+  std::string who;       // pod's workload (or pod, for a StatefulSet's second replica on)/container
+  std::string workload;  // its workload's name (the app.kubernetes.io/name the Services select)
+  std::string pod;       // the pod's name
+  int index = 0;         // a StatefulSet pod's index
   pid_t pid = -1;
   std::string log;
   YAML::Node container;
@@ -141,7 +145,9 @@ struct Started {
 // The cluster around the containers: real Prometheus and Redis, the API double, the Secrets.
 class ManifestRun {
  public:
-  ManifestRun() {
+  // `ledger_url`: a PostgreSQL URL for the Secret gpuvpa-ledger-db (the postgres-ledger
+  // overlay), made by make-secrets.sh --ledger-url-file as a user would.
+  explicit ManifestRun(const std::string& ledger_url = "") {
     std::string error;
     fs::create_directories(tmp_.Path("prometheus"));
     prometheus_ = std::make_unique<testing::PrometheusServer>(tmp_.Path("prometheus"));
@@ -151,9 +157,15 @@ class ManifestRun {
     cluster_.api().Seed(
         testing::KubeTestCluster::Namespace("ml-dev", {{"environment", "development"}}));
     int rc = 0;
-    const std::string out = testing::RunShell(
-        "bash " + Quote((kKube / "make-secrets.sh").string()) + " " + Quote(tmp_.Path("secrets")),
-        &rc);
+    std::string ledger_flag;
+    if (!ledger_url.empty()) {
+      std::ofstream(tmp_.Path("ledger-url")) << ledger_url << "\n";
+      ledger_flag = " --ledger-url-file " + Quote(tmp_.Path("ledger-url"));
+    }
+    const std::string out =
+        testing::RunShell("bash " + Quote((kKube / "make-secrets.sh").string()) + ledger_flag +
+                              " " + Quote(tmp_.Path("secrets")),
+                          &rc);
     EXPECT_EQ(rc, 0) << out;
     for (const YAML::Node& s : YAML::LoadAllFromFile(tmp_.Path("secrets") + "/secrets.yaml")) {
       if (!s.IsMap()) continue;
@@ -190,20 +202,29 @@ class ManifestRun {
     rendered_ = rendered;
     // Every container port gets its local port before anything starts (Services need them).
     std::vector<std::pair<YAML::Node, YAML::Node>> plan;
-    for (size_t i : order)
-      for (const YAML::Node& c : workloads[i]["spec"]["template"]["spec"]["containers"]) {
-        const YAML::Node& w = workloads[i];
-        Started s;
-        s.who = w["metadata"]["name"].as<std::string>() + "/" + c["name"].as<std::string>();
-        s.container = c;
-        for (const YAML::Node& p : c["ports"]) {
-          const int port = testing::FreeLocalPort();
-          s.local_port[p["containerPort"].as<std::string>()] = port;
-          if (p["name"]) s.local_port[p["name"].as<std::string>()] = port;
+    // A StatefulSet's every replica (its pods' names and indices differ); one pod of any other
+    // workload.
+    for (size_t i : order) {
+      const YAML::Node& w = workloads[i];
+      const bool stateful = w["kind"].as<std::string>() == "StatefulSet";
+      const int replicas = stateful ? w["spec"]["replicas"].as<int>(1) : 1;
+      for (int index = 0; index < replicas; ++index)
+        for (const YAML::Node& c : w["spec"]["template"]["spec"]["containers"]) {
+          Started s;
+          s.workload = w["metadata"]["name"].as<std::string>();
+          s.pod = s.workload + (stateful ? "-" + std::to_string(index) : "-5d8f7c9b4-x2x7q");
+          s.index = index;
+          s.who = (index == 0 ? s.workload : s.pod) + "/" + c["name"].as<std::string>();
+          s.container = c;
+          for (const YAML::Node& p : c["ports"]) {
+            const int port = testing::FreeLocalPort();
+            s.local_port[p["containerPort"].as<std::string>()] = port;
+            if (p["name"]) s.local_port[p["name"].as<std::string>()] = port;
+          }
+          started_.push_back(s);
+          plan.push_back({w, c});
         }
-        started_.push_back(s);
-        plan.push_back({w, c});
-      }
+    }
     std::vector<std::string> problems;
     for (size_t i = 0; i < plan.size(); ++i)
       if (std::string why = Start(plan[i].first, started_[i]); !why.empty())
@@ -282,14 +303,17 @@ class ManifestRun {
       const std::string ns = svc["metadata"]["namespace"].as<std::string>();
       const std::string selected =
           svc["spec"]["selector"]["app.kubernetes.io/name"].as<std::string>();
+      const bool headless = svc["spec"]["clusterIP"].as<std::string>("") == "None";
       for (const Started& target : started_) {
-        if (target.who.rfind(selected + "/", 0) != 0) continue;
+        if (target.workload != selected) continue;
         for (const YAML::Node& p : svc["spec"]["ports"]) {
           const std::string port = p["port"].as<std::string>();
           const int local = target.Port(p["targetPort"] ? p["targetPort"] : p["port"]);
+          // A headless Service names each pod (pod.service...); another, all of them at once.
+          const std::string prefix = headless ? target.pod + "." : "";
           for (const std::string& host : {name, name + "." + ns, name + "." + ns + ".svc",
                                           name + "." + ns + ".svc.cluster.local"})
-            add(host + ":" + port, local);
+            add(prefix + host + ":" + port, local);
         }
       }
     }
@@ -358,9 +382,7 @@ class ManifestRun {
   std::string Start(const YAML::Node& workload, Started& s) {
     const YAML::Node pod = workload["spec"]["template"]["spec"];
     const YAML::Node& c = s.container;
-    const std::string pod_name =
-        workload["metadata"]["name"].as<std::string>() +
-        (workload["kind"].as<std::string>() == "StatefulSet" ? "-0" : "-5d8f7c9b4-x2x7q");
+    const std::string pod_name = s.pod;
     const uid_t uid = c["securityContext"]["runAsUser"].as<uid_t>(
         pod["securityContext"]["runAsUser"].as<uid_t>(0));
     const gid_t gid =
@@ -382,6 +404,9 @@ class ManifestRun {
           env[name] = pod_name;
         else if (field == "metadata.namespace")
           env[name] = workload["metadata"]["namespace"].as<std::string>();
+        else if (field == "metadata.labels['apps.kubernetes.io/pod-index']" &&
+                 workload["kind"].as<std::string>() == "StatefulSet")
+          env[name] = std::to_string(s.index);
         else
           return "env " + name + ": fieldRef " + field + " is not one this test fills";
       } else {
@@ -436,7 +461,7 @@ class ManifestRun {
     for (const YAML::Node& part : c["args"])
       script += " " + Quote(Expand(part.as<std::string>(), env));
     script += "\n";
-    s.log = tmp_.Path(workload["metadata"]["name"].as<std::string>() + ".log");
+    s.log = tmp_.Path(s.pod + ".log");
     s.pid = testing::SpawnProcess(
         {"unshare", "--mount", "--propagation", "private", "bash", "-c", script}, s.log);
     return s.pid > 0 ? "" : "cannot start unshare";
@@ -523,6 +548,42 @@ TEST_F(ManifestRunTest, EveryContainerOfEveryOverlayStartsAsWrittenAndPassesItsP
         EXPECT_NE(index.find("gpuvpa owner reports"), std::string::npos) << index;
       }
   }
+}
+
+// The postgres-ledger overlay as written, against a real PostgreSQL (migrated first by
+// `gpuvpa ledger migrate`, as the README says): three recommender shards, each its pod index,
+// the updater asking all three and the scaler, all writing the one database directly.
+TEST_F(ManifestRunTest, ThePostgresLedgerOverlayRunsThreeShardsOnOneDatabase) {
+  testing::LedgerPlace pg(testing::LedgerBackend::kPostgres);
+  std::string error;
+  ASSERT_TRUE(pg.Prepare(&error)) << error;
+  testing::ScopedTempDir tmp;
+  std::ofstream(tmp.Path("url")) << pg.url() << "\n";
+  int rc = 0;
+  const std::string migrated =
+      testing::RunShell(std::string(GPUVPA_BIN_DIR) + "/gpuvpa ledger migrate --ledger-url-file " +
+                            Quote(tmp.Path("url")),
+                        &rc);
+  ASSERT_EQ(rc, 0) << migrated;
+  const std::string rendered = Render("overlays/postgres-ledger");
+  ManifestRun run(pg.url());
+  const std::vector<std::string> problems = run.Run(rendered);
+  EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems) << "\n" << run.Logs();
+  std::set<std::string> who;
+  for (const Started& s : run.started()) who.insert(s.who);
+  EXPECT_EQ(who, (std::set<std::string>{"gpuvpa-recommender/recommender",
+                                        "gpuvpa-recommender-1/recommender",
+                                        "gpuvpa-recommender-2/recommender",
+                                        "gpuvpa-updater/updater", "gpuvpa-scaler/scaler"}));
+  // Each shard took its index from its pod, and the updater's cycle asked every shard.
+  for (const Started& s : run.started()) {
+    const std::string log = testing::ReadTextFile(s.log);
+    if (s.workload != "gpuvpa-recommender") continue;
+    EXPECT_NE(log.find("shard " + std::to_string(s.index) + "/3"), std::string::npos)
+        << s.who << ":\n"
+        << log;
+  }
+  EXPECT_EQ(pg.postgres()->Query("ledger", "SELECT MAX(version) FROM gpuvpa_schema"), "3");
 }
 
 // The same run fails, naming the container, when a manifest's flag is broken: a typo, a health

@@ -54,7 +54,8 @@ std::vector<YAML::Node> Docs(const std::string& text) {
   return docs;
 }
 
-const std::vector<std::string> kOverlays = {"overlays/report-only", "overlays/nonprod-auto"};
+const std::vector<std::string> kOverlays = {"overlays/report-only", "overlays/nonprod-auto",
+                                            "overlays/postgres-ledger"};
 
 std::string ManifestCheckDir() {
   return std::string(GPUVPA_SOURCE_DIR) + "/build-tools/manifest-check";
@@ -74,8 +75,8 @@ TEST(ManifestsTest, EveryKustomizationRendersAndPassesTheSchemaCheck) {
   testing::ScopedTempDir tmp;
   const std::string crd =
       "'" + (kKube / "base" / "crd-gpuverticalpodautoscaler.yaml").string() + "'";
-  for (const std::string dir :
-       {"overlays/report-only", "overlays/nonprod-auto", "monitoring", "examples"}) {
+  for (const std::string dir : {"overlays/report-only", "overlays/nonprod-auto",
+                                "overlays/postgres-ledger", "monitoring", "examples"}) {
     const std::string rendered = Kustomize(dir);
     int rc = 0;
     // The examples' GpuVerticalPodAutoscaler is checked against the CRD's schema.
@@ -191,7 +192,7 @@ TEST(ManifestsTest, RbacGrantsNothingBeyondTheUpdatersList) {
   for (const std::string& overlay : kOverlays) {
     // Report only: no write verb on any workload.
     std::set<Grant> expected = allowed;
-    if (overlay == "overlays/report-only")
+    if (overlay == "overlays/report-only" || overlay == "overlays/postgres-ledger")
       for (const char* r : {"deployments", "statefulsets"})
         expected.erase({"apps", r, "patch", false});
     std::set<Grant> granted;
@@ -230,8 +231,12 @@ TEST(ManifestsTest, RbacGrantsNothingBeyondTheUpdatersList) {
 TEST(ManifestsTest, EveryMountedSecretIsMadeByMakeSecretsAndEveryConfigMapIsShipped) {
   testing::ScopedTempDir tmp;
   int rc = 0;
-  const std::string out = Shell(
-      "bash '" + (kKube / "make-secrets.sh").string() + "' '" + tmp.Path("secrets") + "'", &rc);
+  // With the database's URL, as the postgres-ledger overlay's README step makes it.
+  std::ofstream(tmp.Path("ledger-url")) << "postgresql://gpuvpa_writer@db.example/gpuvpa\n";
+  const std::string out =
+      Shell("bash '" + (kKube / "make-secrets.sh").string() + "' --ledger-url-file '" +
+                tmp.Path("ledger-url") + "' '" + tmp.Path("secrets") + "'",
+            &rc);
   ASSERT_EQ(rc, 0) << out;
   std::set<std::string> made;
   for (const YAML::Node& s : YAML::LoadAllFromFile(tmp.Path("secrets") + "/secrets.yaml")) {
@@ -271,6 +276,12 @@ TEST(ManifestsTest, EveryMountedSecretIsMadeByMakeSecretsAndEveryConfigMapIsShip
   for (const YAML::Node& s : YAML::LoadAllFromFile(tmp.Path("secrets") + "/secrets.yaml")) {
     if (!s.IsMap()) continue;
     const std::string name = s["metadata"]["name"].as<std::string>();
+    if (name == "gpuvpa-ledger-db") {  // the URL file's first line, as it was given
+      std::ofstream(tmp.Path("url.b64")) << s["data"]["url"].as<std::string>();
+      EXPECT_EQ(Shell("base64 -d '" + tmp.Path("url.b64") + "'", &rc),
+                "postgresql://gpuvpa_writer@db.example/gpuvpa");
+      continue;
+    }
     if (s["type"].as<std::string>() != "kubernetes.io/tls") {
       // The change key: at least 32 bytes, as gpuvpa-updater --change-key-file requires.
       std::ofstream(tmp.Path(name + ".b64")) << s["data"]["change.key"].as<std::string>();
