@@ -126,6 +126,12 @@ class Statement {
   void Bind(int i, std::string_view v) {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
+  // Without a copy: `v` must stay valid until the statement is finalized or `i` is bound again
+  // (an append's rows outlive its statements).
+  void BindStatic(int i, std::string_view v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  }
+  void BindStatic(int i, int64_t v) { Bind(i, v); }
 
  private:
   sqlite3_stmt* stmt_ = nullptr;
@@ -240,7 +246,7 @@ Result<size_t> SqliteLedger::Append(std::span<const LedgerAction> actions,
   size_t inserted = 0;
   for (const LedgerAction& a : actions) {
     const std::string_view cluster = a.cluster.empty() ? options().cluster : a.cluster;
-    BindRow(a, cluster, [&](int i, auto v) { insert.Bind(i, v); });
+    BindRow(a, cluster, [&](int i, auto v) { insert.BindStatic(i, v); });
     if (sqlite3_step(insert.get()) != SQLITE_DONE)
       return Rollback(Error("append action " + QuoteForError(a.action_id)));
     const int changes = sqlite3_changes(db_);
