@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "bench/ledger_rows.h"
 #include "core/cost/ledger.h"
 
 namespace gpuvpa {
@@ -24,26 +25,7 @@ void RemoveLedger(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
-LedgerAction SampleAction(int64_t n) {
-  LedgerAction a;
-  a.action_id = "bench-" + std::to_string(n);
-  a.time_s = 1793577600 + n;
-  a.kind = n % 3 == 0 ? ActionKind::kMeteredPeriod : ActionKind::kAllocatedUsage;
-  a.status = ActionStatus::kApplied;
-  a.namespace_name = "team-" + std::to_string(n % 200);
-  a.workload = "workload-" + std::to_string(n % 5000);
-  a.cost_center = "cc-" + std::to_string(n % 40);
-  a.gpu_model = n % 2 ? "H100-80GB" : "A100-80GB";
-  a.before = a.after = "nvidia.com/gpu=1";
-  a.allocated_gpu_time = 3'600'000;
-  a.allocated = 6'880'000;
-  a.used_vram = 2'000'000;
-  a.used_sm = 1'000'000;
-  a.metered = n % 3 == 0 ? 500'000 : 0;
-  a.reserved = n % 3 == 0 ? 6'880'000 : 0;
-  a.evidence_json = R"({"p90_sm":0.31,"history_days":7})";
-  return a;
-}
+using bench::SampleAction;
 
 void BM_LedgerAppend(benchmark::State& state) {
   const auto batch_size = static_cast<size_t>(state.range(0));

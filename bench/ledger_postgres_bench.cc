@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/ledger_rows.h"
 #include "core/cost/ledger.h"
 #include "core/cost/ledger_sql.h"
 #include "test/support/postgres_server.h"
@@ -37,28 +38,7 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-LedgerAction SampleAction(int64_t n) {
-  LedgerAction a;
-  a.action_id = "bench-" + std::to_string(n);
-  a.time_s = 1793577600 + n;
-  a.kind = n % 3 == 0 ? ActionKind::kMeteredPeriod : ActionKind::kAllocatedUsage;
-  a.status = ActionStatus::kApplied;
-  a.namespace_name = "team-" + std::to_string(n % 200);
-  a.workload = "workload-" + std::to_string(n % 5000);
-  a.cost_center = "cc-" + std::to_string(n % 40);
-  a.gpu_model = n % 2 ? "H100-80GB" : "A100-80GB";
-  a.before = a.after = "nvidia.com/gpu=1";
-  a.period_start_s = a.time_s;
-  a.period_end_s = a.time_s + 3600;
-  a.allocated_gpu_time = 3'600'000;
-  a.allocated = 6'880'000;
-  a.used_vram = 2'000'000;
-  a.used_sm = 1'000'000;
-  a.metered = n % 3 == 0 ? 500'000 : 0;
-  a.reserved = n % 3 == 0 ? 6'880'000 : 0;
-  a.evidence_json = R"({"p90_sm":0.31,"history_days":7})";
-  return a;
-}
+using bench::SampleAction;
 
 // The floor: the same rows and columns as text parameters, one multi-row INSERT per 1,000 rows,
 // one transaction per batch, nothing else.

@@ -17,34 +17,39 @@ namespace gpuvpa {
 namespace {
 
 nlohmann::json ToJson(const LedgerAction& a) {
-  return {{"action_id", a.action_id},
-          {"time_s", a.time_s},
-          {"kind", ActionKindName(a.kind)},
-          {"status", ActionStatusName(a.status)},
-          {"namespace", a.namespace_name},
-          {"workload", a.workload},
-          {"cost_center", a.cost_center},
-          {"gpu_model", a.gpu_model},
-          {"before", a.before},
-          {"after", a.after},
-          {"monthly_before_micro_usd", a.monthly_before},
-          {"monthly_after_micro_usd", a.monthly_after},
-          {"period_start_s", a.period_start_s},
-          {"period_end_s", a.period_end_s},
-          {"allocated_milli_gpu_s", a.allocated_gpu_time},
-          {"allocated_micro_usd", a.allocated},
-          {"usage_measured", a.usage_measured},
-          {"used_vram_micro_usd", a.used_vram},
-          {"used_sm_micro_usd", a.used_sm},
-          {"metered_milli_gpu_s", a.metered_gpu_time},
-          {"metered_micro_usd", a.metered},
-          {"reserved_micro_usd", a.reserved},
-          {"evidence", a.evidence_json}};
+  nlohmann::json j = {{"action_id", a.action_id},
+                      {"time_s", a.time_s},
+                      {"kind", ActionKindName(a.kind)},
+                      {"status", ActionStatusName(a.status)},
+                      {"namespace", a.namespace_name},
+                      {"workload", a.workload},
+                      {"cost_center", a.cost_center},
+                      {"gpu_model", a.gpu_model},
+                      {"before", a.before},
+                      {"after", a.after},
+                      {"monthly_before_micro_usd", a.monthly_before},
+                      {"monthly_after_micro_usd", a.monthly_after},
+                      {"period_start_s", a.period_start_s},
+                      {"period_end_s", a.period_end_s},
+                      {"allocated_milli_gpu_s", a.allocated_gpu_time},
+                      {"allocated_micro_usd", a.allocated},
+                      {"usage_measured", a.usage_measured},
+                      {"used_vram_micro_usd", a.used_vram},
+                      {"used_sm_micro_usd", a.used_sm},
+                      {"metered_milli_gpu_s", a.metered_gpu_time},
+                      {"metered_micro_usd", a.metered},
+                      {"reserved_micro_usd", a.reserved},
+                      {"evidence", a.evidence_json}};
+  // A row that names its cluster keeps it (one that does not takes the ledger's when moved);
+  // lines of rows without one are as older builds wrote them.
+  if (!a.cluster.empty()) j["cluster"] = a.cluster;
+  return j;
 }
 
 Result<LedgerAction> FromJson(const nlohmann::json& j) {
   try {
     LedgerAction a;
+    if (j.contains("cluster")) a.cluster = j.at("cluster").get<std::string>();
     a.action_id = j.at("action_id").get<std::string>();
     a.time_s = j.at("time_s").get<int64_t>();
     Result<ActionKind> kind = ParseActionKind(j.at("kind").get<std::string>());

@@ -54,6 +54,28 @@ TEST(LedgerSpoolTest, RowsRoundTripAndDrainMovesThemOnce) {
   EXPECT_EQ(spool.Drain(*ledger)->moved, 0u) << "nothing left to move";
 }
 
+// A row that names its cluster keeps it through the spool; one that does not takes the
+// ledger's when it is moved (and its line is as older builds wrote it).
+TEST(LedgerSpoolTest, ARowsClusterSurvivesTheSpool) {
+  testing::ScopedTempDir tmp;
+  LedgerSpool spool(tmp.Path("rows.spool"));
+  LedgerAction named = Row("east-row", 1'000'000);
+  named.cluster = "east";
+  ASSERT_TRUE(spool.Append(std::vector<LedgerAction>{named, Row("plain", 2'000'000)}).ok());
+  Result<std::vector<LedgerAction>> rows = spool.Read();
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ((*rows)[0].cluster, "east");
+  EXPECT_EQ((*rows)[1].cluster, "");
+  std::unique_ptr<Ledger> ledger =
+      std::move(Ledger::Open(tmp.Path("ledger.db"), {.cluster = "west"})).value();
+  ASSERT_EQ(spool.Drain(*ledger)->moved, 2u);
+  Result<std::vector<LedgerTotal>> totals = ledger->Totals();
+  ASSERT_TRUE(totals.ok());
+  ASSERT_EQ(totals->size(), 2u);
+  EXPECT_EQ((*totals)[0].cluster, "east");
+  EXPECT_EQ((*totals)[1].cluster, "west");
+}
+
 std::string FileText(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
