@@ -11,6 +11,7 @@
 #include "core/cost/ledger.h"
 #include "core/cost/ledger_spool.h"
 #include "test/support/ledger_backends.h"
+#include "test/support/test_certs.h"
 
 namespace gpuvpa {
 namespace {
@@ -163,6 +164,44 @@ TEST_F(LedgerPostgresTest, AWriterRoleThatCanOnlyInsertAndSelectIsEnough) {
   EXPECT_NE(place_.RawExec(as_writer + "DELETE FROM actions"), "");
   EXPECT_NE(place_.RawExec(as_writer + "UPDATE actions SET allocated_micro_usd = 0"), "");
   EXPECT_EQ(*ledger_->CountRows(), 10);
+}
+
+// The URL's sslmode is the connection's: verify-full against the CA that signed the server's
+// certificate connects over TLS; against another CA, or requiring TLS of a server without it,
+// the ledger is UNAVAILABLE and says why.
+TEST(LedgerPostgresTlsTest, SslModeInTheUrlIsHonoured) {
+  testing::ScopedTempDir certs;
+  std::string error;
+  ASSERT_TRUE(testing::MakeTestCertificates(certs.dir().string(), &error)) << error;
+  testing::PostgresServer tls_server;
+  tls_server.EnableTls(certs.Path("server.pem"), certs.Path("server.key"));
+  ASSERT_TRUE(tls_server.Start(&error)) << error;
+  const std::string db = tls_server.CreateDatabase("ledger", &error);
+  ASSERT_FALSE(db.empty()) << error;
+  const std::string verified = db + "?sslmode=verify-full&sslrootcert=" + certs.Path("ca.pem");
+  Result<std::unique_ptr<Ledger>> l = Ledger::Open(verified);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  ASSERT_EQ(*(*l)->Append(Row(1)), 1u);
+  EXPECT_EQ(tls_server.Query("ledger",
+                             "SELECT COUNT(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) "
+                             "WHERE ssl AND datname = 'ledger' AND pid <> pg_backend_pid()"),
+            "1")
+      << "the ledger's connection is the one over TLS";
+  Result<std::unique_ptr<Ledger>> wrong_ca = Ledger::Open(
+      db + "?sslmode=verify-full&connect_timeout=2&sslrootcert=" + certs.Path("other-ca.pem"));
+  ASSERT_FALSE(wrong_ca.ok());
+  EXPECT_EQ(wrong_ca.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(wrong_ca.status().message().find("certificate"), std::string::npos)
+      << wrong_ca.status().message();
+
+  testing::PostgresServer plain;
+  ASSERT_TRUE(plain.Start(&error)) << error;
+  const std::string plain_db = plain.CreateDatabase("ledger", &error);
+  Result<std::unique_ptr<Ledger>> required = Ledger::Open(plain_db + "?sslmode=require");
+  ASSERT_FALSE(required.ok());
+  EXPECT_EQ(required.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(required.status().message().find("SSL"), std::string::npos)
+      << required.status().message();
 }
 
 // The ledger's credentials never reach an error message.

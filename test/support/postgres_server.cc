@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -67,6 +68,22 @@ bool PostgresServer::Start(std::string* error) {
     }
     initialised_ = true;
   }
+  std::vector<std::string> tls;
+  if (!tls_cert_.empty()) {
+    // The key owned by the server's user, mode 0600: PostgreSQL refuses any other.
+    const std::string cert = dir_.Path("server.crt"), key = dir_.Path("server.key");
+    std::filesystem::copy_file(tls_cert_, cert, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(tls_key_, key, std::filesystem::copy_options::overwrite_existing);
+    ::chmod(key.c_str(), 0600);
+    if (::geteuid() == 0)
+      if (const passwd* pw = ::getpwnam("postgres"))
+        for (const std::string& f : {cert, key})
+          if (::chown(f.c_str(), pw->pw_uid, pw->pw_gid) != 0) {
+            *error = "cannot give " + f + " to the postgres user";
+            return false;
+          }
+    tls = {"-c", "ssl=on", "-c", "ssl_cert_file=" + cert, "-c", "ssl_key_file=" + key};
+  }
   std::vector<std::string> args = as_user;
   for (const std::string& a :
        {BinDir() + "/postgres", std::string("-D"), data, std::string("-p"), std::to_string(port_),
@@ -74,6 +91,7 @@ bool PostgresServer::Start(std::string* error) {
         std::string("-c"), std::string("fsync=off"), std::string("-c"),
         std::string("max_connections=50")})
     args.push_back(a);
+  args.insert(args.end(), tls.begin(), tls.end());
   pid_ = SpawnProcess(args, dir_.Path("postgres.log"));
   if (pid_ < 0) {
     *error = "cannot start " + BinDir() + "/postgres";

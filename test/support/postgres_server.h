@@ -20,6 +20,12 @@ class PostgresServer {
   PostgresServer(const PostgresServer&) = delete;
   PostgresServer& operator=(const PostgresServer&) = delete;
 
+  // Before Start: serve TLS too (ssl=on) with this certificate and key (PEM files; copied
+  // where the server's user owns them, as PostgreSQL requires of a key).
+  void EnableTls(const std::string& cert_file, const std::string& key_file) {
+    tls_cert_ = cert_file;
+    tls_key_ = key_file;
+  }
   // Creates the cluster (first call only) and starts the server; waits until it accepts
   // connections. False (with `error`) otherwise.
   bool Start(std::string* error);
@@ -42,6 +48,7 @@ class PostgresServer {
   int port_;
   pid_t pid_ = -1;
   bool initialised_ = false;
+  std::string tls_cert_, tls_key_;
 };
 
 }  // namespace gpuvpa::testing
