@@ -3,6 +3,7 @@
 // the connection killed in the middle of a batch (no partial batch), and several writers
 // appending the same ids at once (each id once).
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <atomic>
 #include <chrono>
@@ -202,6 +203,47 @@ TEST(LedgerPostgresTlsTest, SslModeInTheUrlIsHonoured) {
   EXPECT_EQ(required.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(required.status().message().find("SSL"), std::string::npos)
       << required.status().message();
+}
+
+// A deadlock aborts the ledger's transaction (SQLSTATE 40P01): the append is retried, not
+// failed. Another session holds id B and then waits for id A, which the ledger's batch [A, B]
+// holds while it waits for B: PostgreSQL's deadlock check runs first in the session that waited
+// first, the ledger's, and aborts it; the other session's insert then goes through, it rolls
+// back, and the retried batch writes both rows.
+TEST_F(LedgerPostgresTest, ADeadlockedAppendIsRetried) {
+  PGconn* other = PQconnectdb(place_.url().c_str());
+  ASSERT_EQ(PQstatus(other), CONNECTION_OK);
+  auto exec = [&](const std::string& sql) {
+    PGresult* r = PQexec(other, sql.c_str());
+    std::string error = PQresultStatus(r) == PGRES_COMMAND_OK ? "" : PQresultErrorMessage(r);
+    PQclear(r);
+    return error;
+  };
+  auto insert = [](const std::string& id) {
+    return "INSERT INTO actions (cluster, action_id, time_s, kind, status, namespace, workload, "
+           "cost_center, gpu_model, before, after, monthly_before_micro_usd, "
+           "monthly_after_micro_usd, period_start_s, period_end_s, allocated_milli_gpu_s, "
+           "allocated_micro_usd, usage_measured, used_vram_micro_usd, used_sm_micro_usd, "
+           "metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd, evidence) VALUES "
+           "('default', '" +
+           id +
+           "', 1, 'allocated_usage', 'applied', 'ns', 'w', 'cc', '', '', '', 0, 0, 1, 61, 0, "
+           "7, 1, 0, 0, 0, 0, 0, '{}')";
+  };
+  const std::vector<LedgerAction> batch = {Row(1, "dead"), Row(2, "dead")};  // A, B
+  ASSERT_EQ(exec("BEGIN"), "");
+  ASSERT_EQ(exec(insert(batch[1].action_id)), "");  // holds B
+  Result<size_t> appended = InternalError("not run");
+  std::thread writer([&] { appended = ledger_->Append(batch); });  // holds A, waits for B
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string other_insert = exec(insert(batch[0].action_id));  // waits for A: a cycle
+  EXPECT_EQ(other_insert, "") << "the ledger's session waited first and is the one aborted";
+  ASSERT_EQ(exec("ROLLBACK"), "");
+  writer.join();
+  PQfinish(other);
+  ASSERT_TRUE(appended.ok()) << appended.status().message();
+  EXPECT_EQ(*appended, 2u);
+  EXPECT_EQ(Sum("allocated_micro_usd"), batch[0].allocated + batch[1].allocated);
 }
 
 // The ledger's credentials never reach an error message.
