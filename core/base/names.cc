@@ -173,6 +173,13 @@ Status ValidateObjectName(std::string_view field, std::string_view value) {
                  "both ends of each '.'-part)");
 }
 
+Status ValidateClusterName(std::string_view field, std::string_view value) {
+  if (IsDns1123Label(value)) return OkStatus();
+  return Invalid(field, value,
+                 "a cluster name (a DNS-1123 label: at most 63 of a-z, 0-9, '-', alphanumeric "
+                 "at both ends)");
+}
+
 Status ValidateContainerName(std::string_view field, std::string_view value) {
   return ValidateLabelName(field, value, "container");
 }

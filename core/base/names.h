@@ -32,6 +32,8 @@ Status ValidateNamespaceName(std::string_view field, std::string_view value);
 Status ValidateObjectName(std::string_view field, std::string_view value);
 Status ValidateContainerName(std::string_view field, std::string_view value);
 Status ValidateKind(std::string_view field, std::string_view value);
+// An installation's name on ledger rows: a DNS-1123 label.
+Status ValidateClusterName(std::string_view field, std::string_view value);
 // Free text that is stored and shown (cost centers): valid UTF-8, no control characters,
 // 1..253 bytes.
 Status ValidateLabelText(std::string_view field, std::string_view value);

@@ -38,7 +38,8 @@ Result<std::unique_ptr<Ledger>> OpenLedger(const LedgerFlags& flags, bool must_e
   if (!parsed.ok()) return parsed.status();
   if (must_exist && parsed->backend == LedgerUrl::Backend::kSqlite && !FileExists(parsed->target))
     return NotFoundError("no ledger at " + parsed->target);
-  return Ledger::Open(*url, {.cluster = flags.cluster.empty() ? "default" : flags.cluster});
+  return Ledger::Open(
+      *url, {.cluster = flags.cluster.empty() ? std::string(kDefaultCluster) : flags.cluster});
 }
 
 LedgerFlags WithConfigDefaults(LedgerFlags flags, const GpuvpaConfig& config) {

@@ -108,10 +108,7 @@ Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text) {
     if (root["region"]) config.region = root["region"].as<std::string>();
     if (root["cluster"]) {
       config.cluster = root["cluster"].as<std::string>();
-      if (!IsDns1123Label(config.cluster))
-        return InvalidArgumentError("config cluster " + QuoteForError(config.cluster) +
-                                    " is not a DNS-1123 label (lower-case letters, digits and "
-                                    "'-', at most 63)");
+      GPUVPA_RETURN_IF_ERROR(ValidateClusterName("config cluster", config.cluster));
     }
     if (root["prices"]) {
       if (Status s = ParsePrices(root["prices"], config); !s.ok()) return s;

@@ -23,6 +23,7 @@
 
 #include "core/base/status.h"
 #include "core/cost/cost_center.h"
+#include "core/cost/ledger.h"
 #include "core/cost/price_book.h"
 
 namespace gpuvpa {
@@ -33,7 +34,7 @@ struct GpuvpaConfig {
   std::string region;
   PriceBook prices = PriceBook::BuiltInDefaults();
   CostCenterRules cost_centers;
-  std::string cluster = "default";
+  std::string cluster = std::string(kDefaultCluster);
   std::string ledger_path = std::string(kDefaultLedgerPath);
   std::string ledger_url_file;  // when set, the ledger's URL is read from this file
   // The gpuvpa-recommender daemon's section, as YAML text (its own loader reads it).

@@ -23,9 +23,7 @@ constexpr std::array<std::string_view, 4> kStatusNames = {"proposed", "applied",
 Status ValidateLedgerAction(const LedgerAction& a) {
   if (a.action_id.empty()) return InvalidArgumentError("ledger action: action_id is empty");
   const std::string who = "ledger action " + QuoteForError(a.action_id);
-  if (!a.cluster.empty() && !IsDns1123Label(a.cluster))
-    return InvalidArgumentError(who + ": cluster " + QuoteForError(a.cluster) +
-                                " is not a DNS-1123 label");
+  if (!a.cluster.empty()) GPUVPA_RETURN_IF_ERROR(ValidateClusterName(who + ": cluster", a.cluster));
   const std::tuple<const char*, const std::string*, size_t, bool> texts[] = {
       {"action_id", &a.action_id, kMaxLedgerIdBytes, true},
       {"namespace", &a.namespace_name, kMaxLedgerTextBytes, true},
@@ -149,10 +147,7 @@ Result<std::string> ReadLedgerUrlFile(const std::string& path) {
 }
 
 Result<std::unique_ptr<Ledger>> Ledger::Open(const std::string& url, const LedgerOptions& options) {
-  if (!IsDns1123Label(options.cluster))
-    return InvalidArgumentError("cluster " + QuoteForError(options.cluster) +
-                                " is not a DNS-1123 label (lower-case letters, digits and '-', at "
-                                "most 63)");
+  GPUVPA_RETURN_IF_ERROR(ValidateClusterName("cluster", options.cluster));
   Result<LedgerUrl> parsed = ParseLedgerUrl(url);
   if (!parsed.ok()) return parsed.status();
   if (parsed->backend == LedgerUrl::Backend::kPostgres)

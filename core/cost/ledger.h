@@ -174,10 +174,13 @@ struct ClusterChargeMark {
   bool operator==(const ClusterChargeMark&) const = default;
 };
 
+// The cluster of an installation that names none.
+inline constexpr std::string_view kDefaultCluster = "default";
+
 // What every backend is opened with.
 struct LedgerOptions {
   // Stamped on rows appended without one, and the cluster whose charge marks ChargeMarks reads.
-  std::string cluster = "default";
+  std::string cluster = std::string(kDefaultCluster);
 };
 
 // Where a ledger is: "sqlite:PATH" or a plain file path (SQLite), or "postgresql://..." /

@@ -126,6 +126,13 @@ int64_t Int64(const PGresult* r, int row, int column) {
   std::from_chars(text, text + PQgetlength(r, row, column), v);
   return v;
 }
+// libpq's message without its trailing newline.
+std::string Trimmed(const char* message) {
+  std::string out = message != nullptr ? message : "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
 std::string_view Text(const PGresult* r, int row, int column) {
   return {PQgetvalue(r, row, column), static_cast<size_t>(PQgetlength(r, row, column))};
 }
@@ -174,6 +181,9 @@ class PostgresLedger final : public Ledger {
   // Runs `sql` with `params`; a failed statement is an error naming `what` (UNAVAILABLE when the
   // connection is gone, ABORTED for a serialization failure or deadlock).
   Result<PgResult> Run(const std::string& sql, const Params& params, const std::string& what) const;
+  // The error of a failed statement (`r`, or null when libpq returned none), classified as Run
+  // says.
+  Status Failure(const PGresult* r, const std::string& what) const;
   Status Exec(const std::string& sql, const std::string& what) const {
     Result<PgResult> r = Run(sql, Params(), what);
     return r.ok() ? OkStatus() : r.status();
@@ -203,8 +213,7 @@ Status PostgresLedger::Connect() const {
   PQsetNoticeProcessor(
       conn_, [](void*, const char*) {}, nullptr);
   if (PQstatus(conn_) != CONNECTION_OK) {
-    std::string why = PQerrorMessage(conn_);
-    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    const std::string why = Trimmed(PQerrorMessage(conn_));
     PQfinish(conn_);
     conn_ = nullptr;
     return UnavailableError("ledger " + shown_ + ": connect: " + why);
@@ -222,9 +231,12 @@ Result<PgResult> PostgresLedger::Run(const std::string& sql, const Params& param
                                            nullptr, values.data(), nullptr, nullptr, 0));
   const ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return r;
-  std::string why = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_);
-  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-  const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+  return Failure(r.get(), what);
+}
+
+Status PostgresLedger::Failure(const PGresult* r, const std::string& what) const {
+  const std::string why = Trimmed(r ? PQresultErrorMessage(r) : PQerrorMessage(conn_));
+  const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   const std::string sqlstate = state ? state : "";
   const std::string message = "ledger " + shown_ + ": " + what + ": " + why;
   if (PQstatus(conn_) != CONNECTION_OK || sqlstate.starts_with("08") || sqlstate.starts_with("57P"))
@@ -438,22 +450,19 @@ Result<Showback> PostgresLedger::QueryShowback(const ShowbackQuery& query) const
     if (PQsendQueryParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
                           values.data(), nullptr, nullptr, 0) != 1 ||
         PQsetSingleRowMode(conn_) != 1)
-      return UnavailableError("ledger " + shown_ + ": showback: " + PQerrorMessage(conn_));
+      return UnavailableError("ledger " + shown_ + ": showback: " + Trimmed(PQerrorMessage(conn_)));
     Status s;
-    std::string failure;
+    Status failure;
     while (PGresult* raw = PQgetResult(conn_)) {
       PgResult r(raw);
       const ExecStatusType status = PQresultStatus(raw);
       if (status == PGRES_SINGLE_TUPLE) {
         if (s.ok()) s = on_row(raw);
-      } else if (status != PGRES_TUPLES_OK && failure.empty()) {
-        failure = PQresultErrorMessage(raw);
+      } else if (status != PGRES_TUPLES_OK && failure.ok()) {
+        failure = Failure(raw, "showback");
       }
     }
-    if (!failure.empty())
-      return (PQstatus(conn_) == CONNECTION_OK ? InternalError : UnavailableError)(
-          "ledger " + shown_ + ": showback: " + failure);
-    return s;
+    return failure.ok() ? s : failure;
   };
   GPUVPA_RETURN_IF_ERROR(run(sql.metered, [&](const PGresult* r) {
     b.AddMeteredWorkload(Text(r, 0, 0), Text(r, 0, 1), Text(r, 0, 2));

@@ -58,23 +58,62 @@ Result<std::string> ReplayCost(const QueueReplayResult& r, double usd_per_gpu_ho
          FormatUsd(*fixed_cost) + " vs (b) " + FormatUsd(*reserved) + "\n";
 }
 
-// The replay as one priced metered_period row (its id makes a re-run add nothing); the rows
-// added.
-Result<size_t> WriteReplayRow(const QueueReplayResult& r, MeteredPeriod period,
-                              double usd_per_gpu_hour, const LedgerFlags& ledger) {
-  period.start_s = r.start_s;
-  period.end_s = r.start_s + r.duration_s;
-  period.gpu_seconds = r.metered_gpu_s;
-  period.reserved_gpu_seconds = r.reserved_gpu_s;
-  period.evidence["requests"] = r.requests;
-  period.evidence["peak_replicas"] = r.peak_replicas;
-  period.evidence["cold_starts"] = r.cold_starts;
-  Result<LedgerAction> row = MeteredPeriodRow(period, usd_per_gpu_hour);
-  if (!row.ok()) return row.status();
-  Result<std::unique_ptr<Ledger>> opened = OpenLedger(ledger);
-  if (!opened.ok()) return opened.status();
-  return (*opened)->Append(*row);
-}
+// The replay's optional ledger row: where it goes, what names it, and its checks.
+struct ReplayRowFlags {
+  LedgerFlags ledger;
+  std::string ns, scaled_object, cost_center = "unallocated";
+  std::vector<CLI::Option*> fields;  // the row's names, which need a ledger
+
+  void Add(CLI::App& app) {
+    AddLedgerFlags(app, ledger,
+                   "also write the replay as one priced metered_period row (a re-run adds "
+                   "nothing)");
+    fields = {app.add_option("--namespace", ns, "the ScaledObject's namespace, for the ledger row"),
+              app.add_option("--scaled-object", scaled_object,
+                             "the ScaledObject's name, for the ledger row"),
+              app.add_option("--cost-center", cost_center, "cost center of the ledger row")};
+  }
+  // Usage errors ("" when the flags fit): a row's name without a ledger; a ledger without the
+  // row's names or a price.
+  std::string FieldWithoutLedger() const {
+    for (CLI::Option* field : fields)
+      if (field->count() > 0 && !ledger.given())
+        return field->get_name() + " is for the ledger row: give --ledger or --ledger-url-file";
+    return "";
+  }
+  std::string LedgerWithoutRow(bool priced) const {
+    if (ledger.given() && (ns.empty() || scaled_object.empty() || !priced))
+      return "--ledger needs --namespace, --scaled-object and a price (--usd-per-gpu-hour or "
+             "--gpu-model)";
+    return "";
+  }
+  // Writes the replay as one priced metered_period row (its id makes a re-run add nothing) and
+  // says so on `out`; an exit code.
+  int Write(const QueueReplayResult& r, MeteredPeriod period, double usd_per_gpu_hour,
+            std::ostream& out, std::ostream& err) const {
+    period.namespace_name = ns;
+    period.scaled_object = scaled_object;
+    period.cost_center = cost_center;
+    period.start_s = r.start_s;
+    period.end_s = r.start_s + r.duration_s;
+    period.gpu_seconds = r.metered_gpu_s;
+    period.reserved_gpu_seconds = r.reserved_gpu_s;
+    period.evidence["requests"] = r.requests;
+    period.evidence["peak_replicas"] = r.peak_replicas;
+    period.evidence["cold_starts"] = r.cold_starts;
+    Result<LedgerAction> row = MeteredPeriodRow(period, usd_per_gpu_hour);
+    Result<std::unique_ptr<Ledger>> opened = row.ok() ? OpenLedger(ledger) : row.status();
+    Result<size_t> added = opened.ok() ? (*opened)->Append(*row) : opened.status();
+    if (!added.ok()) {
+      err << kReplay << ": ledger " << LedgerShownAs(ledger) << ": " << added.status().message()
+          << "\n";
+      return kExitFailure;
+    }
+    out << "ledger                " << *added << " metered_period row"
+        << (*added == 1 ? "" : "s (already there)") << " in " << LedgerShownAs(ledger) << "\n";
+    return kExitOk;
+  }
+};
 
 }  // namespace
 
@@ -84,8 +123,8 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
   std::string service_unit = "s";
   QueueReplayOptions o;
   double usd_per_gpu_hour = 0;
-  LedgerFlags ledger_flags;
-  std::string gpu_model, config_path, ns, scaled_object, cost_center = "unallocated";
+  ReplayRowFlags row;
+  std::string gpu_model, config_path;
   auto app = NewCommandApp("gpuvpa-scaler", "replay",
                            "Replay a request-arrival trace through a simulated KEDA/HPA-scaled "
                            "queue: metered GPU time against reserved.");
@@ -127,29 +166,14 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
   app->add_option("--config", config_path, "gpuvpa config (prices, region)")
       ->check(CLI::ExistingFile)
       ->needs(model);
-  AddLedgerFlags(*app, ledger_flags,
-                 "also write the replay as one priced metered_period row (a re-run adds nothing)");
-  CLI::Option* row_fields[] = {
-      app->add_option("--namespace", ns, "the ScaledObject's namespace, for the ledger row"),
-      app->add_option("--scaled-object", scaled_object,
-                      "the ScaledObject's name, for the ledger row"),
-      app->add_option("--cost-center", cost_center, "cost center of the ledger row")};
+  row.Add(*app);
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
-  for (CLI::Option* field : row_fields)
-    if (field->count() > 0 && !ledger_flags.given()) {
-      err << "gpuvpa-scaler replay: " << field->get_name()
-          << " is for the ledger row: give --ledger or --ledger-url-file\n";
-      return kExitUsage;
-    }
-  if (fixed->count() == 0 && column->count() == 0) {
-    err << "gpuvpa-scaler replay: give --service-seconds or --service-column\n"
-        << "Run 'gpuvpa-scaler replay --help' for the flags.\n";
-    return kExitUsage;
-  }
-  if (ledger_flags.given() &&
-      (ns.empty() || scaled_object.empty() || price->count() + model->count() == 0)) {
-    err << "gpuvpa-scaler replay: --ledger needs --namespace, --scaled-object and a price "
-           "(--usd-per-gpu-hour or --gpu-model)\n"
+  std::string usage = row.FieldWithoutLedger();
+  if (usage.empty() && fixed->count() == 0 && column->count() == 0)
+    usage = "give --service-seconds or --service-column";
+  if (usage.empty()) usage = row.LedgerWithoutRow(price->count() + model->count() > 0);
+  if (!usage.empty()) {
+    err << "gpuvpa-scaler replay: " << usage << "\n"
         << "Run 'gpuvpa-scaler replay --help' for the flags.\n";
     return kExitUsage;
   }
@@ -184,26 +208,13 @@ int RunReplayCommand(const std::vector<std::string>& args, std::ostream& out, st
     }
     out << *cost;
   }
-  if (ledger_flags.given()) {
-    MeteredPeriod period;
-    period.namespace_name = ns;
-    period.scaled_object = scaled_object;
-    period.cost_center = cost_center;
-    period.gpu_model = gpu_model;
-    period.evidence = {{"source", "gpuvpa-scaler replay"},
-                       {"arrivals", arrivals_path},
-                       {"gpu_per_replica", o.gpu_per_replica}};
-    Result<size_t> added = WriteReplayRow(*r, std::move(period), usd_per_gpu_hour, ledger_flags);
-    if (!added.ok()) {
-      err << kReplay << ": ledger " << LedgerShownAs(ledger_flags) << ": "
-          << added.status().message() << "\n";
-      return kExitFailure;
-    }
-    out << "ledger                " << *added << " metered_period row"
-        << (*added == 1 ? "" : "s (already there)") << " in " << LedgerShownAs(ledger_flags)
-        << "\n";
-  }
-  return 0;
+  if (!row.ledger.given()) return kExitOk;
+  MeteredPeriod period;
+  period.gpu_model = gpu_model;
+  period.evidence = {{"source", "gpuvpa-scaler replay"},
+                     {"arrivals", arrivals_path},
+                     {"gpu_per_replica", o.gpu_per_replica}};
+  return row.Write(*r, std::move(period), usd_per_gpu_hour, out, err);
 }
 
 int RunDemoArrivalsCommand(const std::vector<std::string>& args, std::ostream& out,

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_split.h"
 #include "core/api/recommendation_contract.h"
 #include "core/api/recommendation_json.h"
 #include "core/base/atomic_file.h"
@@ -128,21 +129,6 @@ UpdaterDaemon::UpdaterDaemon(UpdaterDaemonOptions options, GpuvpaConfig config,
 
 UpdaterDaemon::~UpdaterDaemon() = default;
 
-namespace {
-
-// "a:1,b:2" -> {"a:1", "b:2"}; empty parts are dropped.
-std::vector<std::string> SplitAddresses(const std::string& list) {
-  std::vector<std::string> out;
-  for (size_t start = 0; start <= list.size();) {
-    const size_t comma = std::min(list.find(',', start), list.size());
-    if (comma > start) out.push_back(list.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<std::vector<v1::Recommendation>> UpdaterDaemon::LoadRecommendations() {
   if (!options_.recommendations_file.empty()) {
     Result<std::string> text = ReadWholeFile(options_.recommendations_file);
@@ -156,7 +142,9 @@ Result<std::vector<v1::Recommendation>> UpdaterDaemon::LoadRecommendations() {
   // workloads, and a cycle needs them all (one that does not answer fails the cycle, as a lone
   // recommender does).
   std::vector<v1::Recommendation> all;
-  for (const std::string& address : SplitAddresses(options_.recommender.address)) {
+  for (absl::string_view part :
+       absl::StrSplit(options_.recommender.address, ',', absl::SkipEmpty())) {
+    const std::string address(part);
     ClientChannelOptions recommender = options_.recommender;
     recommender.address = address;
     recommender.max_receive_bytes = kMaxRecommendationsAnswerBytes;
