@@ -155,6 +155,36 @@ Result<std::unique_ptr<Ledger>> Ledger::Open(const std::string& url, const Ledge
   return ledger_sql::OpenSqliteLedger(parsed->target, options);
 }
 
+Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
+  ShowbackQuery whole = query;
+  whole.step_s.reset();
+  Result<std::vector<Showback>> steps = QueryShowbackSteps(whole);
+  if (!steps.ok()) return steps.status();
+  return std::move(steps->front());
+}
+
+std::string AllocationGroupText(const AllocationGroup& g) {
+  std::string out(g.cluster);
+  for (std::string_view f : {g.namespace_name, g.workload, g.cost_center, g.gpu_model})
+    out.append(1, '\x1f').append(f);
+  return out;
+}
+
+Result<AllocationGroup> ParseAllocationGroup(std::string_view text) {
+  std::string_view f[5];
+  size_t n = 0;
+  for (size_t start = 0;; ++n) {
+    const size_t end = text.find('\x1f', start);
+    if (n < 5) f[n] = text.substr(start, end == std::string_view::npos ? end : end - start);
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  if (n + 1 != 5)
+    return InvalidArgumentError("allocation group " + QuoteForError(text) + " has " +
+                                std::to_string(n + 1) + " fields, not 5");
+  return AllocationGroup{f[0], f[1], f[2], f[3], f[4]};
+}
+
 Result<std::vector<LedgerTotal>> Ledger::Totals() const {
   Result<std::vector<std::vector<std::string>>> rows = QueryText(
       "SELECT cluster, cost_center, kind, COUNT(*), CAST(SUM(allocated_micro_usd) AS BIGINT), "

@@ -79,7 +79,16 @@ struct ChargeMark {
   bool operator==(const ChargeMark&) const = default;
 };
 
-enum class ShowbackGroup { kCostCenter, kGpuModel, kCluster };
+// kAllocation: one group per (cluster, namespace, workload, cost center, GPU model), the finest
+// the ledger holds; its group text is AllocationGroupText's, read back by ParseAllocationGroup.
+enum class ShowbackGroup { kCostCenter, kGpuModel, kCluster, kAllocation };
+
+struct AllocationGroup {
+  std::string_view cluster, namespace_name, workload, cost_center, gpu_model;
+};
+// The fields joined by \x1f (a control character: no ledger text holds one).
+std::string AllocationGroupText(const AllocationGroup& g);
+Result<AllocationGroup> ParseAllocationGroup(std::string_view text);
 
 // A window keeps the part of each row's period inside it: GPU time and money are prorated by
 // the seconds of [period_start_s, period_end_s) that fall in [from_s, to_s) (a row with an
@@ -90,7 +99,11 @@ struct ShowbackQuery {
   std::optional<int64_t> to_s;    // exclusive
   ShowbackGroup group_by = ShowbackGroup::kCostCenter;
   std::optional<std::string> cluster;  // only this cluster's rows; none: every cluster's
+  // Steps of this many seconds from from_s (the last may be shorter): QueryShowbackSteps gives
+  // one showback per step, each equal to a showback over that step's window. Needs a window.
+  std::optional<int64_t> step_s;
 };
+inline constexpr size_t kMaxShowbackSteps = 10'000;
 
 struct ShowbackRow {
   std::string group;
@@ -222,7 +235,11 @@ class Ledger : public LedgerSink {
   // The charge mark of every series of options().cluster that has one.
   virtual Result<std::unordered_map<std::string, double>> ChargeMarks() const = 0;
 
-  virtual Result<Showback> QueryShowback(const ShowbackQuery& query) const = 0;
+  // One showback over the query's window (its step, if any, is not used).
+  Result<Showback> QueryShowback(const ShowbackQuery& query) const;
+  // One showback per step of the window (one when the query has no step), in time order; the
+  // rows are read once whatever the number of steps.
+  virtual Result<std::vector<Showback>> QueryShowbackSteps(const ShowbackQuery& query) const = 0;
   virtual Result<int64_t> CountRows() const = 0;
   // Whether an action of this ledger's cluster is recorded under `action_id`.
   virtual Result<bool> Contains(std::string_view action_id) const = 0;

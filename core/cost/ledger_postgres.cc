@@ -155,7 +155,7 @@ class PostgresLedger final : public Ledger {
   Result<size_t> Append(std::span<const LedgerAction> actions,
                         std::span<const ChargeMark> marks) override;
   Result<std::unordered_map<std::string, double>> ChargeMarks() const override;
-  Result<Showback> QueryShowback(const ShowbackQuery& query) const override;
+  Result<std::vector<Showback>> QueryShowbackSteps(const ShowbackQuery& query) const override;
   Result<int64_t> CountRows() const override;
   Result<bool> Contains(std::string_view action_id) const override;
   Result<Page> ReadRows(int64_t after_seq, size_t limit) const override;
@@ -433,11 +433,11 @@ Result<std::unordered_map<std::string, double>> PostgresLedger::ChargeMarks() co
   return marks;
 }
 
-Result<Showback> PostgresLedger::QueryShowback(const ShowbackQuery& query) const {
+Result<std::vector<Showback>> PostgresLedger::QueryShowbackSteps(const ShowbackQuery& query) const {
   Result<ShowbackBuilder> builder = ShowbackBuilder::Start(query);
   if (!builder.ok()) return builder.status();
   ShowbackBuilder& b = *builder;
-  const ShowbackSql sql = ShowbackQueries(query.group_by);
+  const ShowbackSql sql = b.Queries();
   Params p;
   p.Add(b.from());
   p.Add(b.to());
@@ -465,7 +465,8 @@ Result<Showback> PostgresLedger::QueryShowback(const ShowbackQuery& query) const
     return failure.ok() ? s : failure;
   };
   GPUVPA_RETURN_IF_ERROR(run(sql.metered, [&](const PGresult* r) {
-    b.AddMeteredWorkload(Text(r, 0, 0), Text(r, 0, 1), Text(r, 0, 2));
+    b.AddMeteredPeriod(Text(r, 0, 0), Text(r, 0, 1), Text(r, 0, 2), Int64(r, 0, 3), Int64(r, 0, 4),
+                       Int64(r, 0, 5));
     return OkStatus();
   }));
   GPUVPA_RETURN_IF_ERROR(run(sql.scan, [&](const PGresult* r) {
@@ -473,7 +474,8 @@ Result<Showback> PostgresLedger::QueryShowback(const ShowbackQuery& query) const
         ReadScanRow([&](int i) { return Text(r, 0, i); }, [&](int i) { return Int64(r, 0, i); }));
   }));
   GPUVPA_RETURN_IF_ERROR(run(sql.proposed, [&](const PGresult* r) {
-    return b.AddProposed(Text(r, 0, 0), Int64(r, 0, 1), Int64(r, 0, 2), Text(r, 0, 3));
+    return b.AddProposed(Text(r, 0, 0), Int64(r, 0, 1), Int64(r, 0, 2), Text(r, 0, 3),
+                         Int64(r, 0, 4));
   }));
   return std::move(b).Finish();
 }

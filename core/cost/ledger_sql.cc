@@ -1,5 +1,6 @@
 #include "core/cost/ledger_sql.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/base/names.h"
@@ -15,8 +16,10 @@ int64_t Prorate(int64_t amount, int64_t part, int64_t whole) {
   return static_cast<int64_t>((scaled + whole / 2) / whole);
 }
 
-// Adds `add` (a row, or a group for the total) to `to`; an overflow names `what`.
-Status AddRow(ShowbackRow& to, const ShowbackRow& add, const std::string& what) {
+// Adds `add` (a row, or a group for the total) to `to`; an overflow names `what()` (built only
+// then: this runs for every row of a showback).
+template <class What>
+Status AddRow(ShowbackRow& to, const ShowbackRow& add, What&& what) {
   const std::pair<int64_t*, int64_t> sums[] = {
       {&to.allocated_gpu_time, add.allocated_gpu_time},
       {&to.allocated, add.allocated},
@@ -32,8 +35,12 @@ Status AddRow(ShowbackRow& to, const ShowbackRow& add, const std::string& what) 
       {&to.billed, add.billed},
       {&to.billed_metered, add.billed_metered},
       {&to.allocated_unbilled, add.allocated_unbilled}};
-  for (const auto& [sum, value] : sums)
-    GPUVPA_RETURN_IF_ERROR(CheckedAdd(*sum, value, "showback " + to.group + ", adding " + what));
+  int64_t out[std::size(sums)];
+  for (size_t i = 0; i < std::size(sums); ++i)
+    if (__builtin_add_overflow(*sums[i].first, sums[i].second, &out[i]))
+      return CheckedAdd(*sums[i].first, sums[i].second,
+                        "showback " + to.group + ", adding " + what());
+  for (size_t i = 0; i < std::size(sums); ++i) *sums[i].first = out[i];
   return OkStatus();
 }
 
@@ -93,120 +100,202 @@ Status ValidateMark(const ChargeMark& m) {
   return OkStatus();
 }
 
-const char* GroupColumn(ShowbackGroup g) {
+std::string GroupColumn(ShowbackGroup g) {
   switch (g) {
     case ShowbackGroup::kGpuModel:
       return "gpu_model";
     case ShowbackGroup::kCluster:
       return "cluster";
+    case ShowbackGroup::kAllocation:
+      // The separator is written into the literal: both dialects keep it as it is.
+      return "cluster || '\x1f' || namespace || '\x1f' || workload || '\x1f' || cost_center || "
+             "'\x1f' || gpu_model";
     case ShowbackGroup::kCostCenter:
       break;
   }
   return "cost_center";
 }
 
-ShowbackSql ShowbackQueries(ShowbackGroup group_by) {
+ShowbackSql ShowbackQueries(ShowbackGroup group_by, int64_t step_origin, int64_t step_s) {
   const std::string group = GroupColumn(group_by);
   ShowbackSql q;
-  q.metered =
-      std::string("SELECT DISTINCT cluster, namespace, workload FROM actions WHERE kind = '") +
-      std::string(ActionKindName(ActionKind::kMeteredPeriod)) + "' AND " + kInWindow;
+  q.metered = std::string(
+                  "SELECT cluster, namespace, workload, period_start_s, period_end_s, time_s "
+                  "FROM actions WHERE kind = '") +
+              std::string(ActionKindName(ActionKind::kMeteredPeriod)) + "' AND " + kInWindow;
   // One pass over the rows, summed by the builder: a database would sort millions of rows for
   // GROUP BY.
   q.scan = "SELECT " + group +
            ", kind, status, usage_measured, allocated_milli_gpu_s, allocated_micro_usd, "
            "used_vram_micro_usd, used_sm_micro_usd, monthly_before_micro_usd, "
            "monthly_after_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd, "
-           "period_start_s, period_end_s, action_id, cluster, namespace, workload "
+           "period_start_s, period_end_s, action_id, cluster, namespace, workload, time_s "
            "FROM actions WHERE " +
            kInWindow;
+  // Rows in the window have time_s >= step_origin: the step number is never negative.
+  const std::string step =
+      "(time_s - " + std::to_string(step_origin) + ") / " + std::to_string(step_s);
   q.proposed =
-      "SELECT " + group +
-      ", monthly_before_micro_usd, monthly_after_micro_usd, action_id FROM (SELECT " + group +
-      ", status, monthly_before_micro_usd, monthly_after_micro_usd, action_id, ROW_NUMBER() "
-      "OVER (PARTITION BY cluster, namespace, workload ORDER BY time_s DESC, seq DESC) AS latest "
-      "FROM actions WHERE kind = 'recommendation' AND time_s >= $1 AND time_s < $2 AND "
-      "($3 = '' OR cluster = $3)) AS recommendations WHERE latest = 1 AND status = 'proposed'";
+      "SELECT showback_group, monthly_before_micro_usd, monthly_after_micro_usd, action_id, "
+      "time_s FROM (SELECT " +
+      group +
+      " AS showback_group, status, monthly_before_micro_usd, monthly_after_micro_usd, action_id, "
+      "time_s, "
+      "ROW_NUMBER() OVER (PARTITION BY cluster, namespace, workload, " +
+      step +
+      " ORDER BY time_s DESC, seq DESC) AS latest FROM actions WHERE kind = 'recommendation' AND "
+      "time_s >= $1 AND time_s < $2 AND ($3 = '' OR cluster = $3)) AS recommendations WHERE "
+      "latest = 1 AND status = 'proposed'";
   return q;
 }
 
 ShowbackBuilder::ShowbackBuilder(const ShowbackQuery& query)
-    : query_(query), from_(query.from_s.value_or(INT64_MIN)), to_(query.to_s.value_or(INT64_MAX)) {}
+    : query_(query),
+      from_(query.from_s.value_or(INT64_MIN)),
+      to_(query.to_s.value_or(INT64_MAX)),
+      step_(INT64_MAX) {}
 
 Result<ShowbackBuilder> ShowbackBuilder::Start(const ShowbackQuery& query) {
   ShowbackBuilder b(query);
   if (b.from_ >= b.to_)
     return InvalidArgumentError("showback window is empty: from " + std::to_string(b.from_) +
                                 " is not before to " + std::to_string(b.to_));
+  if (!query.step_s) {
+    b.steps_.push_back({b.from_, b.to_, {}, {}});
+    return b;
+  }
+  if (!query.from_s || !query.to_s)
+    return InvalidArgumentError("a showback step needs a window with a start and an end");
+  if (*query.step_s <= 0)
+    return InvalidArgumentError("showback step " + std::to_string(*query.step_s) +
+                                " s is not positive");
+  // The window is below 2^63 s wide: (to - from) does not overflow for ledger times, and the
+  // count is checked before anything is allocated.
+  const __int128 width = static_cast<__int128>(b.to_) - b.from_;
+  const __int128 count = (width + *query.step_s - 1) / *query.step_s;
+  if (count > static_cast<__int128>(kMaxShowbackSteps))
+    return InvalidArgumentError("showback step " + std::to_string(*query.step_s) + " s makes " +
+                                std::to_string(static_cast<int64_t>(count)) +
+                                " steps of the window, more than " +
+                                std::to_string(kMaxShowbackSteps));
+  b.step_ = *query.step_s;
+  for (int64_t start = b.from_; start < b.to_;) {
+    const int64_t end = b.to_ - start > b.step_ ? start + b.step_ : b.to_;
+    b.steps_.push_back({start, end, {}, {}});
+    start = end;
+  }
   return b;
 }
 
-void ShowbackBuilder::AddMeteredWorkload(std::string_view cluster, std::string_view ns,
-                                         std::string_view wl) {
-  metered_workloads_.emplace(std::string(cluster), std::string(ns), std::string(wl));
+ShowbackSql ShowbackBuilder::Queries() const {
+  return ShowbackQueries(query_.group_by, query_.step_s ? from_ : 0, step_);
+}
+
+std::pair<size_t, size_t> ShowbackBuilder::StepsOf(int64_t start, int64_t end,
+                                                   int64_t time_s) const {
+  if (steps_.size() == 1) return {0, 0};
+  auto step_of = [&](int64_t t) {
+    const int64_t k = (std::clamp(t, from_, to_ - 1) - from_) / step_;
+    return static_cast<size_t>(std::min<int64_t>(k, static_cast<int64_t>(steps_.size()) - 1));
+  };
+  if (end <= start) return {step_of(time_s), step_of(time_s)};
+  return {step_of(start), step_of(end - 1)};
+}
+
+void ShowbackBuilder::AddMeteredPeriod(std::string_view cluster, std::string_view ns,
+                                       std::string_view wl, int64_t period_start_s,
+                                       int64_t period_end_s, int64_t time_s) {
+  key_.assign(cluster).append("\x1f").append(ns).append("\x1f").append(wl);
+  const auto [first, last] = StepsOf(period_start_s, period_end_s, time_s);
+  for (size_t k = first; k <= last; ++k) {
+    const Step& step = steps_[k];
+    // A period that only touches the step's edge is not in it.
+    if (period_end_s > period_start_s && (period_end_s <= step.from || period_start_s >= step.to))
+      continue;
+    steps_[k].metered_workloads.insert(key_);
+  }
 }
 
 Status ShowbackBuilder::AddScanned(const ScanRow& in) {
-  auto it = groups_.find(in.group);
-  if (it == groups_.end())
-    it = groups_.emplace(std::string(in.group), ShowbackRow{std::string(in.group)}).first;
-  // The share of the row's period inside the window.
   const int64_t start = in.period_start_s;
   const int64_t end = in.period_end_s;
-  const int64_t whole = end > start ? end - start : 1;
-  const int64_t part = end > start ? std::min(end, to_) - std::max(start, from_) : 1;
-  auto prorated = [&](int64_t amount) { return Prorate(amount, part, whole); };
-  ShowbackRow r{std::string(in.group)};
+  const auto [first, last] = StepsOf(start, end, in.time_s);
   const bool applied = in.status == ActionStatusName(ActionStatus::kApplied);
-  r.allocated_gpu_time = prorated(in.allocated_gpu_time);
-  r.allocated = prorated(in.allocated);
-  r.used_vram = prorated(in.used_vram);
-  r.used_sm = prorated(in.used_sm);
-  if (in.usage_measured) {
-    r.idle_tax_vram = r.allocated - r.used_vram;
-    r.idle_tax_sm = r.allocated - r.used_sm;
+  const bool realised = applied && (in.kind == ActionKindName(ActionKind::kAppliedChange) ||
+                                    in.kind == ActionKindName(ActionKind::kRollback));
+  key_.assign(in.cluster)
+      .append("\x1f")
+      .append(in.namespace_name)
+      .append("\x1f")
+      .append(in.workload);
+  for (size_t k = first; k <= last; ++k) {
+    Step& step = steps_[k];
+    // The share of the row's period inside the step's window.
+    const int64_t whole = end > start ? end - start : 1;
+    const int64_t part = end > start ? std::min(end, step.to) - std::max(start, step.from) : 1;
+    if (part <= 0) continue;
+    auto it = step.groups.find(in.group);
+    if (it == step.groups.end())
+      it = step.groups.emplace(std::string(in.group), ShowbackRow{std::string(in.group)}).first;
+    auto prorated = [&](int64_t amount) { return Prorate(amount, part, whole); };
+    ShowbackRow r;
+    r.allocated_gpu_time = prorated(in.allocated_gpu_time);
+    r.allocated = prorated(in.allocated);
+    r.used_vram = prorated(in.used_vram);
+    r.used_sm = prorated(in.used_sm);
+    if (in.usage_measured) {
+      r.idle_tax_vram = r.allocated - r.used_vram;
+      r.idle_tax_sm = r.allocated - r.used_sm;
+    }
+    if (realised) r.savings_realised_monthly = in.monthly_before - in.monthly_after;
+    r.metered_gpu_time = prorated(in.metered_gpu_time);
+    r.metered = prorated(in.metered);
+    r.reserved = prorated(in.reserved);
+    const bool metered_workload = step.metered_workloads.contains(key_);
+    r.billed_metered = r.metered;
+    r.allocated_unbilled = metered_workload ? r.allocated : 0;
+    r.billed = r.metered + (metered_workload ? 0 : r.allocated);
+    if (in.usage_measured)
+      it->second.usage_measured = true;
+    else
+      it->second.usage_unmeasured = true;
+    GPUVPA_RETURN_IF_ERROR(
+        AddRow(it->second, r, [&] { return "row " + QuoteForError(in.action_id); }));
   }
-  if (applied && (in.kind == ActionKindName(ActionKind::kAppliedChange) ||
-                  in.kind == ActionKindName(ActionKind::kRollback)))
-    r.savings_realised_monthly = in.monthly_before - in.monthly_after;
-  r.metered_gpu_time = prorated(in.metered_gpu_time);
-  r.metered = prorated(in.metered);
-  r.reserved = prorated(in.reserved);
-  const bool metered_workload =
-      metered_workloads_.count(
-          {std::string(in.cluster), std::string(in.namespace_name), std::string(in.workload)}) > 0;
-  r.billed_metered = r.metered;
-  r.allocated_unbilled = metered_workload ? r.allocated : 0;
-  r.billed = r.metered + (metered_workload ? 0 : r.allocated);
-  if (in.usage_measured)
-    it->second.usage_measured = true;
-  else
-    it->second.usage_unmeasured = true;
-  return AddRow(it->second, r, "row " + QuoteForError(in.action_id));
+  return OkStatus();
 }
 
 Status ShowbackBuilder::AddProposed(std::string_view group, int64_t monthly_before,
-                                    int64_t monthly_after, std::string_view action_id) {
-  // A workload's latest recommendation lies in the window, so its group was scanned.
-  auto it = groups_.find(group);
-  if (it == groups_.end()) return OkStatus();
+                                    int64_t monthly_after, std::string_view action_id,
+                                    int64_t time_s) {
+  Step& step = steps_[StepsOf(time_s, time_s, time_s).first];
+  // A workload's latest recommendation lies in the step, so its group was scanned there.
+  auto it = step.groups.find(group);
+  if (it == step.groups.end()) return OkStatus();
   // Each amount is within [0, kMaxLedgerMicroUsd]: the difference cannot overflow.
   return CheckedAdd(it->second.savings_proposed_monthly, monthly_before - monthly_after,
                     "showback " + it->second.group + ", adding row " + QuoteForError(action_id));
 }
 
-Result<Showback> ShowbackBuilder::Finish() && {
-  Showback out;
-  out.from_s = query_.from_s;
-  out.to_s = query_.to_s;
-  for (auto& [key, row] : groups_) out.groups.push_back(std::move(row));
-  // Integer sums: the total of the groups is exact, and every row belongs to exactly one group
-  // (the grouping columns are NOT NULL).
-  out.total.group = "TOTAL";
-  for (const ShowbackRow& r : out.groups) {
-    GPUVPA_RETURN_IF_ERROR(AddRow(out.total, r, "group " + QuoteForError(r.group)));
-    out.total.usage_measured |= r.usage_measured;
-    out.total.usage_unmeasured |= r.usage_unmeasured;
+Result<std::vector<Showback>> ShowbackBuilder::Finish() && {
+  std::vector<Showback> out;
+  out.reserve(steps_.size());
+  const bool stepped = query_.step_s.has_value();
+  for (Step& step : steps_) {
+    Showback& s = out.emplace_back();
+    s.from_s = stepped ? std::optional(step.from) : query_.from_s;
+    s.to_s = stepped ? std::optional(step.to) : query_.to_s;
+    for (auto& [key, row] : step.groups) s.groups.push_back(std::move(row));
+    std::sort(s.groups.begin(), s.groups.end(),
+              [](const ShowbackRow& a, const ShowbackRow& b) { return a.group < b.group; });
+    // Integer sums: the total of the groups is exact, and every row belongs to exactly one
+    // group (the grouping columns are NOT NULL).
+    s.total.group = "TOTAL";
+    for (const ShowbackRow& r : s.groups) {
+      GPUVPA_RETURN_IF_ERROR(AddRow(s.total, r, [&] { return "group " + QuoteForError(r.group); }));
+      s.total.usage_measured |= r.usage_measured;
+      s.total.usage_unmeasured |= r.usage_unmeasured;
+    }
   }
   return out;
 }

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/base/status.h"
@@ -112,19 +114,22 @@ Status ContentConflict(const LedgerAction& a, const std::vector<std::string>& st
 Status ValidateMark(const ChargeMark& m);
 
 // The three showback queries: $1 window start (inclusive), $2 end (exclusive), $3 the cluster
-// ('' for every cluster).
+// ('' for every cluster). `step_origin` and `step_s` number the steps of a stepped query (the
+// proposed savings are the latest recommendation per workload and step); integers, written
+// into the text.
 struct ShowbackSql {
-  // cluster, namespace, workload of every workload metered in the window.
+  // cluster, namespace, workload, period_start_s, period_end_s, time_s of every metered period
+  // in the window.
   std::string metered;
   // group, then ScanColumns: every row whose period (or instant) lies in the window.
   std::string scan;
-  // group, monthly_before, monthly_after, action_id: the latest recommendation of each
-  // workload in the window, where it is still proposed.
+  // group, monthly_before, monthly_after, action_id, time_s: the latest recommendation of each
+  // workload in each step of the window, where it is still proposed.
   std::string proposed;
 };
-ShowbackSql ShowbackQueries(ShowbackGroup group_by);
-// The column of a showback group.
-const char* GroupColumn(ShowbackGroup group_by);
+ShowbackSql ShowbackQueries(ShowbackGroup group_by, int64_t step_origin, int64_t step_s);
+// The column (or expression) of a showback group.
+std::string GroupColumn(ShowbackGroup group_by);
 
 // One row of the scan, as a backend reads it.
 struct ScanRow {
@@ -133,7 +138,7 @@ struct ScanRow {
   int64_t allocated_gpu_time = 0, allocated = 0, used_vram = 0, used_sm = 0;
   int64_t monthly_before = 0, monthly_after = 0;
   int64_t metered_gpu_time = 0, metered = 0, reserved = 0;
-  int64_t period_start_s = 0, period_end_s = 0;
+  int64_t period_start_s = 0, period_end_s = 0, time_s = 0;
 };
 // Reads the scan's columns (0-based: 0 the group, then the order ShowbackQueries' scan selects).
 template <class Text, class Int>
@@ -158,32 +163,51 @@ ScanRow ReadScanRow(Text&& text, Int&& int64) {
   r.cluster = text(16);
   r.namespace_name = text(17);
   r.workload = text(18);
+  r.time_s = int64(19);
   return r;
 }
 
-// Sums a showback from the three queries' rows, in the order: every metered workload, every
-// scanned row, every proposed saving. Integer sums with overflow checks naming the row.
+// Sums a showback from the three queries' rows, in the order: every metered period, every
+// scanned row, every proposed saving; one showback per step of the window. Integer sums with
+// overflow checks naming the row.
 class ShowbackBuilder {
  public:
-  // INVALID_ARGUMENT when the window is empty.
+  // INVALID_ARGUMENT when the window is empty, or the step is not positive, needs a window
+  // (from and to) or makes more than kMaxShowbackSteps steps.
   static Result<ShowbackBuilder> Start(const ShowbackQuery& query);
   int64_t from() const { return from_; }
   int64_t to() const { return to_; }
   std::string cluster_filter() const { return query_.cluster.value_or(""); }
+  ShowbackSql Queries() const;
 
-  void AddMeteredWorkload(std::string_view cluster, std::string_view ns, std::string_view wl);
+  void AddMeteredPeriod(std::string_view cluster, std::string_view ns, std::string_view wl,
+                        int64_t period_start_s, int64_t period_end_s, int64_t time_s);
   Status AddScanned(const ScanRow& row);
   Status AddProposed(std::string_view group, int64_t monthly_before, int64_t monthly_after,
-                     std::string_view action_id);
-  Result<Showback> Finish() &&;
+                     std::string_view action_id, int64_t time_s);
+  Result<std::vector<Showback>> Finish() &&;
 
  private:
+  struct Step {
+    int64_t from, to;
+    // Looked up by string_view: no string is built per row.
+    struct TextHash {
+      using is_transparent = void;
+      size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+    };
+    // cluster \x1f namespace \x1f workload
+    std::unordered_set<std::string, TextHash, std::equal_to<>> metered_workloads;
+    std::unordered_map<std::string, ShowbackRow, TextHash, std::equal_to<>> groups;
+  };
   explicit ShowbackBuilder(const ShowbackQuery& query);
+  // The steps [first, last] that [start, end) overlaps (an instant: end <= start, at time_s).
+  std::pair<size_t, size_t> StepsOf(int64_t start, int64_t end, int64_t time_s) const;
   ShowbackQuery query_;
   int64_t from_;
   int64_t to_;
-  std::set<std::tuple<std::string, std::string, std::string>> metered_workloads_;
-  std::map<std::string, ShowbackRow, std::less<>> groups_;
+  int64_t step_;
+  std::vector<Step> steps_;
+  std::string key_;  // reused for metered-workload lookups
 };
 
 }  // namespace gpuvpa::ledger_sql

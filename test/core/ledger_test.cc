@@ -405,3 +405,119 @@ TEST(LedgerMigrationTest, AVersionTwoLedgerMigratesKeepingItsRowsMarksAndFigures
 
 }  // namespace
 }  // namespace gpuvpa
+
+namespace gpuvpa {
+namespace {
+
+// Every figure of a showback row, for comparing two showbacks exactly.
+std::vector<int64_t> Figures(const ShowbackRow& r) {
+  return {r.allocated_gpu_time,
+          r.allocated,
+          r.used_vram,
+          r.used_sm,
+          r.idle_tax_vram,
+          r.idle_tax_sm,
+          r.savings_realised_monthly,
+          r.savings_proposed_monthly,
+          r.metered_gpu_time,
+          r.metered,
+          r.reserved,
+          r.billed,
+          r.billed_metered,
+          r.allocated_unbilled,
+          r.usage_measured,
+          r.usage_unmeasured};
+}
+
+TEST_P(LedgerTest, EachStepEqualsAShowbackOverItsWindow) {
+  // Periods that straddle step edges, instants, metered periods that make a workload metered
+  // in some steps only, recommendations superseded within a step and across steps.
+  std::vector<LedgerAction> rows;
+  for (int i = 0; i < 60; ++i) {
+    LedgerAction u = Action("u-" + std::to_string(i), ActionKind::kAllocatedUsage,
+                            ActionStatus::kApplied, "Deployment/w" + std::to_string(i % 4) + "/c",
+                            i % 3 ? "search" : "research", 1000 + i * 37);
+    u.period_start_s = 1000 + i * 37;
+    u.period_end_s = u.period_start_s + 25 + (i % 5) * 40;
+    u.allocated_gpu_time = 1'000'003 + i * 7;
+    u.allocated = 2'000'011 + i * 13;
+    u.used_vram = u.allocated / 3;
+    u.used_sm = u.allocated / 5;
+    u.usage_measured = i % 7 != 0;
+    rows.push_back(u);
+    if (i % 9 == 0) {
+      LedgerAction m = Action("m-" + std::to_string(i), ActionKind::kMeteredPeriod,
+                              ActionStatus::kApplied, "Deployment/w1/c", "search", 1000 + i * 37);
+      m.period_start_s = 1000 + i * 37;
+      m.period_end_s = m.period_start_s + 90;
+      m.metered_gpu_time = 500'001;
+      m.metered = 900'007 + i;
+      m.reserved = 1'900'007;
+      rows.push_back(m);
+    }
+    if (i % 4 == 1) {
+      LedgerAction r =
+          Action("r-" + std::to_string(i), ActionKind::kRecommendation, ActionStatus::kProposed,
+                 "Deployment/w" + std::to_string(i % 8) + "/c", "search", 1000 + i * 41);
+      r.monthly_before = testing::Usd(1000);
+      r.monthly_after = testing::Usd(100 + i);
+      rows.push_back(r);
+    }
+  }
+  ASSERT_TRUE(ledger_->Append(rows).ok());
+  for (ShowbackGroup group : {ShowbackGroup::kCostCenter, ShowbackGroup::kAllocation}) {
+    ShowbackQuery q;
+    q.group_by = group;
+    q.from_s = 1100;
+    q.to_s = 3500;
+    q.step_s = 300;
+    Result<std::vector<Showback>> steps = ledger_->QueryShowbackSteps(q);
+    ASSERT_TRUE(steps.ok()) << steps.status().message();
+    ASSERT_EQ(steps->size(), 8u);
+    int64_t proposed = 0;
+    for (const Showback& step : *steps) {
+      ShowbackQuery one;
+      one.group_by = group;
+      one.from_s = step.from_s;
+      one.to_s = step.to_s;
+      Result<Showback> alone = ledger_->QueryShowback(one);
+      ASSERT_TRUE(alone.ok()) << alone.status().message();
+      ASSERT_EQ(step.groups.size(), alone->groups.size()) << *step.from_s;
+      for (size_t g = 0; g < step.groups.size(); ++g) {
+        EXPECT_EQ(step.groups[g].group, alone->groups[g].group);
+        EXPECT_EQ(Figures(step.groups[g]), Figures(alone->groups[g]))
+            << "step from " << *step.from_s << ", group " << step.groups[g].group;
+      }
+      EXPECT_EQ(Figures(step.total), Figures(alone->total));
+      proposed += step.total.savings_proposed_monthly;
+    }
+    EXPECT_EQ(steps->back().to_s, 3500) << "the last step ends with the window";
+    EXPECT_GT(proposed, 0);
+  }
+  ShowbackQuery bad;
+  bad.step_s = 60;
+  EXPECT_EQ(ledger_->QueryShowbackSteps(bad).status().code(), StatusCode::kInvalidArgument)
+      << "a step needs a window";
+  bad.from_s = 0;
+  bad.to_s = 1'000'000'000;
+  bad.step_s = 1;
+  Result<std::vector<Showback>> many = ledger_->QueryShowbackSteps(bad);
+  EXPECT_EQ(many.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(many.status().message().find("more than 10000"), std::string::npos)
+      << many.status().message();
+}
+
+TEST(AllocationGroupTest, TextRoundTripsAndRefusesOtherShapes) {
+  const std::string text = AllocationGroupText({"east", "ns", "Deployment/a/b", "cc", "H100-80GB"});
+  Result<AllocationGroup> g = ParseAllocationGroup(text);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->cluster, "east");
+  EXPECT_EQ(g->workload, "Deployment/a/b");
+  EXPECT_EQ(g->gpu_model, "H100-80GB");
+  EXPECT_FALSE(ParseAllocationGroup("a\x1f"
+                                    "b")
+                   .ok());
+}
+
+}  // namespace
+}  // namespace gpuvpa
