@@ -141,7 +141,8 @@ int Main(int argc, char** argv) {
   std::printf("filled %lld rows server-side in %.1f s\n", static_cast<long long>(showback_rows),
               Seconds(fill));
   // psql runs the three queries of a whole-history showback by cost center, parameters inlined.
-  const ledger_sql::ShowbackSql sql = ledger_sql::ShowbackQueries(ShowbackGroup::kCostCenter);
+  const ledger_sql::ShowbackSql sql =
+      ledger_sql::ShowbackQueries(ShowbackGroup::kCostCenter, 0, INT64_MAX);
   auto inline_params = [](std::string q) {
     for (const auto& [from, to] :
          {std::pair<std::string, std::string>{"$1", "-9223372036854775808"},

@@ -28,6 +28,11 @@ int RunLedgerCommand(const std::vector<std::string>& args, std::ostream& out, st
 //                 [--format table|csv|json|md|summary]
 int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// gpuvpa cost-api (--ledger FILE | --ledger-url-file FILE) --token-file FILE [--listen ADDR]
+//                 [--tls-cert-file F --tls-key-file F [--client-ca-file F]]
+// Serves /allocation, /allocation/compute, /focus and /healthz until SIGTERM or SIGINT.
+int RunCostApiCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 // gpuvpa import-openb --pods FILE --nodes FILE --ledger FILE [--config FILE]
 int RunImportOpenbCommand(const std::vector<std::string>& args, std::ostream& out,
                           std::ostream& err);

@@ -7,6 +7,8 @@
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
 #include "core/cli/ledger_flags.h"
+#include "core/cost/allocation.h"
+#include "core/cost/focus.h"
 #include "core/cost/ledger.h"
 #include "core/cost/showback.h"
 
@@ -19,6 +21,7 @@ int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, 
   std::string to_text;
   std::string group_text = "cost-center";
   std::string format_text = "table";
+  std::string step_text;
   auto app = NewCommandApp("gpuvpa", "showback",
                            "Per cost center (or GPU model): allocated, used, idle tax, savings and "
                            "metered cost from the ledger.");
@@ -31,9 +34,13 @@ int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, 
   app->add_option("--group-by", group_text, "cost-center, gpu-model or cluster")
       ->check(CLI::IsMember({"cost-center", "gpu-model", "cluster"}));
   app->add_option("--format", format_text,
-                  "table, csv, json, md, or summary (three lines: idle tax, proposed savings, "
-                  "metered vs reserved)")
-      ->check(CLI::IsMember({"table", "csv", "json", "md", "markdown", "summary"}));
+                  "table, csv, json, md, summary (three lines: idle tax, proposed savings, "
+                  "metered vs reserved), or focus (FOCUS 1.2 CSV: one row per workload-container "
+                  "and charge period; needs --from and --to)")
+      ->check(CLI::IsMember({"table", "csv", "json", "md", "markdown", "summary", "focus"}));
+  app->add_option("--step", step_text,
+                  "focus: the charge period (30m, 6h, 1d, 1w; default 1d); the last one ends "
+                  "with --to");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   ShowbackQuery query;
   for (auto [text, target, name] :
@@ -58,7 +65,25 @@ int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, 
     err << "gpuvpa showback: --ledger or --ledger-url-file is required\n";
     return kExitUsage;
   }
-  Result<ReportFormat> format = ParseReportFormat(format_text);
+  const bool focus = format_text == "focus";
+  if (!step_text.empty() && !focus) {
+    err << "gpuvpa showback: --step is for --format focus\n";
+    return kExitUsage;
+  }
+  if (focus) {
+    if (!query.from_s || !query.to_s) {
+      err << "gpuvpa showback: --format focus needs --from and --to (its charge periods)\n";
+      return kExitUsage;
+    }
+    Result<int64_t> step = ParseAllocationStep(step_text.empty() ? "1d" : step_text);
+    if (!step.ok()) {
+      err << "gpuvpa showback: --" << step.status().message() << "\n";
+      return kExitUsage;
+    }
+    query.step_s = *step;
+    query.group_by = ShowbackGroup::kAllocation;
+  }
+  Result<ReportFormat> format = ParseReportFormat(focus ? "csv" : format_text);
   if (!format.ok()) {
     err << "gpuvpa showback: " << format.status().message() << "\n";
     return kExitUsage;
@@ -68,6 +93,17 @@ int RunShowbackCommand(const std::vector<std::string>& args, std::ostream& out, 
   if (!ledger.ok()) {
     err << "gpuvpa showback: " << ledger.status().message() << "\n";
     return ledger.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  if (focus) {
+    Result<std::vector<Showback>> periods = (*ledger)->QueryShowbackSteps(query);
+    Result<std::string> csv =
+        periods.ok() ? FocusCsv(*periods) : Result<std::string>(periods.status());
+    if (!csv.ok()) {
+      err << "gpuvpa showback: " << csv.status().message() << "\n";
+      return csv.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+    }
+    out << *csv;
+    return kExitOk;
   }
   Result<Showback> showback = (*ledger)->QueryShowback(query);
   if (!showback.ok()) {

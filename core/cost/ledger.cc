@@ -165,24 +165,24 @@ Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
 
 std::string AllocationGroupText(const AllocationGroup& g) {
   std::string out(g.cluster);
-  for (std::string_view f : {g.namespace_name, g.workload, g.cost_center, g.gpu_model})
+  for (std::string_view f : {g.namespace_name, g.workload, g.cost_center, g.gpu_model, g.resource})
     out.append(1, '\x1f').append(f);
   return out;
 }
 
 Result<AllocationGroup> ParseAllocationGroup(std::string_view text) {
-  std::string_view f[5];
+  std::string_view f[6];
   size_t n = 0;
   for (size_t start = 0;; ++n) {
     const size_t end = text.find('\x1f', start);
-    if (n < 5) f[n] = text.substr(start, end == std::string_view::npos ? end : end - start);
+    if (n < 6) f[n] = text.substr(start, end == std::string_view::npos ? end : end - start);
     if (end == std::string_view::npos) break;
     start = end + 1;
   }
-  if (n + 1 != 5)
+  if (n + 1 != 6)
     return InvalidArgumentError("allocation group " + QuoteForError(text) + " has " +
-                                std::to_string(n + 1) + " fields, not 5");
-  return AllocationGroup{f[0], f[1], f[2], f[3], f[4]};
+                                std::to_string(n + 1) + " fields, not 6");
+  return AllocationGroup{f[0], f[1], f[2], f[3], f[4], f[5]};
 }
 
 Result<std::vector<LedgerTotal>> Ledger::Totals() const {

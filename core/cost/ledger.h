@@ -79,12 +79,13 @@ struct ChargeMark {
   bool operator==(const ChargeMark&) const = default;
 };
 
-// kAllocation: one group per (cluster, namespace, workload, cost center, GPU model), the finest
-// the ledger holds; its group text is AllocationGroupText's, read back by ParseAllocationGroup.
+// kAllocation: one group per (cluster, namespace, workload, cost center, GPU model, resource:
+// the row's `before`, what the workload held), the finest the ledger holds; its group text is
+// AllocationGroupText's, read back by ParseAllocationGroup.
 enum class ShowbackGroup { kCostCenter, kGpuModel, kCluster, kAllocation };
 
 struct AllocationGroup {
-  std::string_view cluster, namespace_name, workload, cost_center, gpu_model;
+  std::string_view cluster, namespace_name, workload, cost_center, gpu_model, resource;
 };
 // The fields joined by \x1f (a control character: no ledger text holds one).
 std::string AllocationGroupText(const AllocationGroup& g);
@@ -123,6 +124,7 @@ struct ShowbackRow {
   MicroUsd billed = 0;
   MicroUsd billed_metered = 0;      // the part of `billed` that is metered (the rest: allocated)
   MicroUsd allocated_unbilled = 0;  // allocation estimates of metered workloads, not billed
+  MilliGpuSeconds billed_gpu_time = 0;  // the GPU time `billed` prices
   // Whether the group holds rows with measured usage and rows without (allocation-only
   // imports): idle tax of a group with no measured row is unknown, not $0.
   bool usage_measured = false;

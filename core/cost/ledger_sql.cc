@@ -34,7 +34,8 @@ Status AddRow(ShowbackRow& to, const ShowbackRow& add, What&& what) {
       {&to.reserved, add.reserved},
       {&to.billed, add.billed},
       {&to.billed_metered, add.billed_metered},
-      {&to.allocated_unbilled, add.allocated_unbilled}};
+      {&to.allocated_unbilled, add.allocated_unbilled},
+      {&to.billed_gpu_time, add.billed_gpu_time}};
   int64_t out[std::size(sums)];
   for (size_t i = 0; i < std::size(sums); ++i)
     if (__builtin_add_overflow(*sums[i].first, sums[i].second, &out[i]))
@@ -109,7 +110,7 @@ std::string GroupColumn(ShowbackGroup g) {
     case ShowbackGroup::kAllocation:
       // The separator is written into the literal: both dialects keep it as it is.
       return "cluster || '\x1f' || namespace || '\x1f' || workload || '\x1f' || cost_center || "
-             "'\x1f' || gpu_model";
+             "'\x1f' || gpu_model || '\x1f' || before";
     case ShowbackGroup::kCostCenter:
       break;
   }
@@ -255,6 +256,7 @@ Status ShowbackBuilder::AddScanned(const ScanRow& in) {
     r.billed_metered = r.metered;
     r.allocated_unbilled = metered_workload ? r.allocated : 0;
     r.billed = r.metered + (metered_workload ? 0 : r.allocated);
+    r.billed_gpu_time = r.metered_gpu_time + (metered_workload ? 0 : r.allocated_gpu_time);
     if (in.usage_measured)
       it->second.usage_measured = true;
     else

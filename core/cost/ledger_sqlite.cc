@@ -423,9 +423,8 @@ Result<std::unique_ptr<Ledger>> OpenSqliteLedger(const std::string& path,
   sqlite3* db = nullptr;
   // NOMUTEX: every use of the connection holds the ledger's own mutex; SQLite's per-call lock
   // on top of it cost a fifth of a showback scan (two locks per column read).
-  const int rc =
-      sqlite3_open_v2(path.c_str(), &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   auto ledger = std::make_unique<SqliteLedger>(db, path, options);
   if (rc != SQLITE_OK)
     return InternalError("ledger " + path +

@@ -426,7 +426,8 @@ std::vector<int64_t> Figures(const ShowbackRow& r) {
           r.billed_metered,
           r.allocated_unbilled,
           r.usage_measured,
-          r.usage_unmeasured};
+          r.usage_unmeasured,
+          r.billed_gpu_time};
 }
 
 TEST_P(LedgerTest, EachStepEqualsAShowbackOverItsWindow) {
@@ -508,12 +509,14 @@ TEST_P(LedgerTest, EachStepEqualsAShowbackOverItsWindow) {
 }
 
 TEST(AllocationGroupTest, TextRoundTripsAndRefusesOtherShapes) {
-  const std::string text = AllocationGroupText({"east", "ns", "Deployment/a/b", "cc", "H100-80GB"});
+  const std::string text =
+      AllocationGroupText({"east", "ns", "Deployment/a/b", "cc", "H100-80GB", "nvidia.com/gpu=1"});
   Result<AllocationGroup> g = ParseAllocationGroup(text);
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->cluster, "east");
   EXPECT_EQ(g->workload, "Deployment/a/b");
   EXPECT_EQ(g->gpu_model, "H100-80GB");
+  EXPECT_EQ(g->resource, "nvidia.com/gpu=1");
   EXPECT_FALSE(ParseAllocationGroup("a\x1f"
                                     "b")
                    .ok());
