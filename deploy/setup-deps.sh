@@ -25,6 +25,7 @@ if [ "${1:-}" != "--build-only" ]; then
   # Tests, benchmarks, the demo, formatting and fuzzing: real servers and tools.
   packages+=(
     ccache libgtest-dev libgmock-dev libbenchmark-dev redis-server prometheus sqlite3 openssl postgresql-15
+    curl
     clang-format clang-tidy clang libclang-rt-14-dev
   )
 fi

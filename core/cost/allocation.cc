@@ -314,7 +314,7 @@ Status AddAllocation(Allocation& to, const ShowbackRow& row, const AllocationGro
                                                             {"gpuModel", g.gpu_model}};
   if (to.first) {
     for (const auto& [key, value] : props)
-      if (!value.empty()) to.properties[key] = std::string(value);
+      to.properties[key] = std::string(value);
     to.resource = std::string(g.resource);
     to.first = false;
   } else {
