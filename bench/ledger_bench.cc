@@ -1,5 +1,5 @@
-// Ledger benchmarks: durable appends (batched transactions, synchronous=FULL) and showback over
-// a million rows.
+// Ledger benchmarks: durable appends (batched transactions, synchronous=FULL), showback over
+// a million rows, and the cost API's allocation query over 1 and 10 million rows.
 //
 //   build/bin/ledger_bench
 #include <benchmark/benchmark.h>
@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "bench/ledger_rows.h"
+#include "core/cost/allocation.h"
 #include "core/cost/ledger.h"
 
 namespace gpuvpa {
@@ -67,6 +68,51 @@ void BM_ShowbackOverAMillionRows(benchmark::State& state) {
   RemoveLedger(path);
 }
 BENCHMARK(BM_ShowbackOverAMillionRows)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+// The cost API's query: a ledger of N rows spread over 30 days (SampleAction's shape: 200
+// namespaces, 5,000 workloads, an hour's period each), `/allocation?window=<the 30
+// days>&aggregate=namespace&step=1d`: one read of the rows, 30 daily maps, the JSON written.
+void BM_AllocationQuery30DaysByNamespace(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  constexpr int64_t kStart = 1793577600;
+  constexpr int64_t kDays = 30;
+  const std::string path = TempLedgerPath("allocation");
+  auto ledger = std::move(Ledger::Open(path)).value();
+  std::vector<LedgerAction> batch;
+  for (int64_t n = 0; n < rows; ++n) {
+    LedgerAction a = SampleAction(n);
+    a.time_s = kStart + n * (kDays * 86400 - 3600) / rows;
+    a.period_start_s = a.time_s;
+    a.period_end_s = a.time_s + 3600;
+    batch.push_back(std::move(a));
+    if (batch.size() == 10000 || n + 1 == rows) {
+      if (!ledger->Append(batch).ok()) state.SkipWithError("fill failed");
+      batch.clear();
+    }
+  }
+  Result<AllocationRequest> request = ParseAllocationRequest(
+      "window=" + std::to_string(kStart) + "," + std::to_string(kStart + kDays * 86400) +
+          "&aggregate=namespace&step=1d",
+      kStart + kDays * 86400);
+  if (!request.ok()) state.SkipWithError("request");
+  size_t bytes = 0;
+  for (auto _ : state) {
+    Result<std::string> body = AllocationResponse(*ledger, *request);
+    if (!body.ok()) state.SkipWithError("allocation failed");
+    bytes = body->size();
+    benchmark::DoNotOptimize(body);
+  }
+  state.counters["rows"] = static_cast<double>(rows);
+  state.counters["response_bytes"] = static_cast<double>(bytes);
+  ledger.reset();
+  RemoveLedger(path);
+}
+BENCHMARK(BM_AllocationQuery30DaysByNamespace)
+    ->Arg(1'000'000)
+    ->Arg(10'000'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 
 }  // namespace
 }  // namespace gpuvpa

@@ -8,7 +8,7 @@
 #   3. the scaler's replay of a queue-arrival trace (the nightly training jobs of
 #      research/nightly-train) through KEDA/HPA scale-to-zero, its metered period into the
 #      ledger;
-#   4. showback per cost center from the ledger.
+#   4. showback per cost center from the ledger, and the demo week as FOCUS rows (focus.csv).
 # Prints where the outputs are and three lines: fleet idle tax, proposed monthly savings,
 # metered vs reserved for the scale-to-zero workload. Re-running is safe: the ledger ignores
 # rows it already holds.
@@ -56,6 +56,9 @@ step "$out/scale-to-zero.txt" build/bin/gpuvpa-scaler replay --arrivals build/de
 echo "gpuvpa demo: 4/4 showback per cost center"
 step "$out/showback.txt" build/bin/gpuvpa showback --ledger "$ledger"
 step "$out/showback.csv" build/bin/gpuvpa showback --ledger "$ledger" --format csv
+# The demo fleet's week (its trace starts 2026-11-02) as FOCUS rows, one per workload and day.
+step "$out/focus.csv" build/bin/gpuvpa showback --ledger "$ledger" --format focus \
+  --from 2026-11-02 --to 2026-11-09 --step 1d
 
 echo
 build/bin/gpuvpa showback --ledger "$ledger" --format summary | sed 's/^/  /'
@@ -64,6 +67,9 @@ echo "outputs in $(pwd)/$out:"
 echo "  report.html        owner report: charts, evidence and the exact change per workload"
 echo "  report.md          the same for a pull request (report.json, report.csv: machine-readable)"
 echo "  showback.csv       cost, idle tax, savings and metering per cost center (showback.txt: table)"
+echo "  focus.csv          the demo week as FOCUS 1.2 rows (FinOps tools), one per workload and day"
 echo "  ledger.db          the ledger (SQLite): build/bin/gpuvpa showback --ledger $out/ledger.db"
+echo "  cost API           build/bin/gpuvpa cost-api --ledger $out/ledger.db --token-file FILE serves"
+echo "                     http://127.0.0.1:9003/allocation?window=2026-11-02T00:00:00Z,2026-11-09T00:00:00Z&aggregate=namespace"
 echo "  checkpoint         the recommender's histograms (gpuvpa plan --checkpoint $out/checkpoint)"
 echo "  recommend.txt, plan.txt, scale-to-zero.txt: what each step printed"
