@@ -45,7 +45,8 @@ int RunCostApiCommand(const std::vector<std::string>& args, std::ostream& out, s
     err << "gpuvpa cost-api: --ledger or --ledger-url-file is required\n";
     return kExitUsage;
   }
-  Result<std::unique_ptr<Ledger>> ledger = OpenLedger(ledger_flags, /*must_exist=*/true);
+  Result<std::unique_ptr<Ledger>> ledger =
+      OpenLedger(ledger_flags, /*must_exist=*/true, /*read_only=*/true);
   if (!ledger.ok()) {
     err << "gpuvpa cost-api: " << ledger.status().message() << "\n";
     return ledger.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;

@@ -31,7 +31,8 @@ Result<std::string> LedgerUrlOf(const LedgerFlags& flags) {
   return flags.ledger;
 }
 
-Result<std::unique_ptr<Ledger>> OpenLedger(const LedgerFlags& flags, bool must_exist) {
+Result<std::unique_ptr<Ledger>> OpenLedger(const LedgerFlags& flags, bool must_exist,
+                                           bool read_only) {
   Result<std::string> url = LedgerUrlOf(flags);
   if (!url.ok()) return url.status();
   Result<LedgerUrl> parsed = ParseLedgerUrl(*url);
@@ -39,7 +40,8 @@ Result<std::unique_ptr<Ledger>> OpenLedger(const LedgerFlags& flags, bool must_e
   if (must_exist && parsed->backend == LedgerUrl::Backend::kSqlite && !FileExists(parsed->target))
     return NotFoundError("no ledger at " + parsed->target);
   return Ledger::Open(
-      *url, {.cluster = flags.cluster.empty() ? std::string(kDefaultCluster) : flags.cluster});
+      *url, {.cluster = flags.cluster.empty() ? std::string(kDefaultCluster) : flags.cluster,
+             .read_only = read_only});
 }
 
 LedgerFlags WithConfigDefaults(LedgerFlags flags, const GpuvpaConfig& config) {

@@ -34,7 +34,9 @@ Result<std::string> LedgerUrlOf(const LedgerFlags& flags);
 
 // Opens the ledger the flags name. `must_exist`: a SQLite file that is not there is NOT_FOUND
 // rather than created (commands that only read).
-Result<std::unique_ptr<Ledger>> OpenLedger(const LedgerFlags& flags, bool must_exist = false);
+// `read_only`: LedgerOptions::read_only.
+Result<std::unique_ptr<Ledger>> OpenLedger(const LedgerFlags& flags, bool must_exist = false,
+                                           bool read_only = false);
 
 // The SQLite file --ledger names ("" for none or another backend).
 std::string SqlitePathOf(const LedgerFlags& flags);

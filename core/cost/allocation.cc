@@ -313,8 +313,7 @@ Status AddAllocation(Allocation& to, const ShowbackRow& row, const AllocationGro
                                                             {"costCenter", g.cost_center},
                                                             {"gpuModel", g.gpu_model}};
   if (to.first) {
-    for (const auto& [key, value] : props)
-      to.properties[key] = std::string(value);
+    for (const auto& [key, value] : props) to.properties[key] = std::string(value);
     to.resource = std::string(g.resource);
     to.first = false;
   } else {
@@ -323,27 +322,7 @@ Status AddAllocation(Allocation& to, const ShowbackRow& row, const AllocationGro
         to.properties.erase(it);
     if (to.resource != g.resource) to.resource.clear();
   }
-  const std::pair<int64_t*, int64_t> sums[] = {
-      {&to.sums.allocated_gpu_time, row.allocated_gpu_time},
-      {&to.sums.allocated, row.allocated},
-      {&to.sums.used_vram, row.used_vram},
-      {&to.sums.used_sm, row.used_sm},
-      {&to.sums.idle_tax_vram, row.idle_tax_vram},
-      {&to.sums.idle_tax_sm, row.idle_tax_sm},
-      {&to.sums.savings_realised_monthly, row.savings_realised_monthly},
-      {&to.sums.savings_proposed_monthly, row.savings_proposed_monthly},
-      {&to.sums.metered_gpu_time, row.metered_gpu_time},
-      {&to.sums.metered, row.metered},
-      {&to.sums.reserved, row.reserved},
-      {&to.sums.billed, row.billed},
-      {&to.sums.billed_metered, row.billed_metered},
-      {&to.sums.allocated_unbilled, row.allocated_unbilled},
-      {&to.sums.billed_gpu_time, row.billed_gpu_time}};
-  for (const auto& [sum, value] : sums)
-    GPUVPA_RETURN_IF_ERROR(CheckedAdd(*sum, value, "allocation " + QuoteForError(g.workload)));
-  to.sums.usage_measured |= row.usage_measured;
-  to.sums.usage_unmeasured |= row.usage_unmeasured;
-  return OkStatus();
+  return AddShowbackRow(to.sums, row, "allocation " + QuoteForError(g.workload));
 }
 
 // One step's map: the finest groups summed into the names the aggregation gives them.

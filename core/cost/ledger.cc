@@ -155,6 +155,11 @@ Result<std::unique_ptr<Ledger>> Ledger::Open(const std::string& url, const Ledge
   return ledger_sql::OpenSqliteLedger(parsed->target, options);
 }
 
+Status ReadOnlyLedgerError(std::string_view shown_as) {
+  return FailedPreconditionError("ledger " + std::string(shown_as) +
+                                 " is open read-only: nothing is appended");
+}
+
 Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
   ShowbackQuery whole = query;
   whole.step_s.reset();

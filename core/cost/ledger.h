@@ -131,6 +131,9 @@ struct ShowbackRow {
   bool usage_unmeasured = false;
 };
 
+// to += add, every amount (the usage flags or'ed); an overflow is an error naming `what`.
+Status AddShowbackRow(ShowbackRow& to, const ShowbackRow& add, std::string_view what);
+
 struct Showback {
   std::optional<int64_t> from_s;  // the window asked for
   std::optional<int64_t> to_s;
@@ -196,7 +199,14 @@ inline constexpr std::string_view kDefaultCluster = "default";
 struct LedgerOptions {
   // Stamped on rows appended without one, and the cluster whose charge marks ChargeMarks reads.
   std::string cluster = std::string(kDefaultCluster);
+  // Read only: the connection cannot write (SQLite opened read-only, PostgreSQL sessions with
+  // default_transaction_read_only), nothing is created or migrated (a ledger at another schema
+  // version is FAILED_PRECONDITION), Append is FAILED_PRECONDITION. For servers of the ledger's
+  // figures (the cost API).
+  bool read_only = false;
 };
+// What Append on a read-only ledger returns.
+Status ReadOnlyLedgerError(std::string_view shown_as);
 
 // Where a ledger is: "sqlite:PATH" or a plain file path (SQLite), or "postgresql://..." /
 // "postgres://..." (a libpq connection URI; keep it in a file, never in a flag: it may hold a

@@ -218,6 +218,15 @@ Status PostgresLedger::Connect() const {
     conn_ = nullptr;
     return UnavailableError("ledger " + shown_ + ": connect: " + why);
   }
+  if (options().read_only) {
+    PgResult r(PQexec(conn_, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"));
+    if (!r || PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+      const std::string why = Trimmed(PQerrorMessage(conn_));
+      PQfinish(conn_);
+      conn_ = nullptr;
+      return UnavailableError("ledger " + shown_ + ": read-only session: " + why);
+    }
+  }
   return OkStatus();
 }
 
@@ -274,6 +283,11 @@ Status PostgresLedger::Migrate() {
     schema_version_ = static_cast<int>(Int64(version->get(), 0, 0));
     if (schema_version_ == kSchemaVersion) return OkStatus();
   }
+  if (options().read_only)
+    return FailedPreconditionError(
+        "ledger " + shown_ + " has schema version " + std::to_string(schema_version_) +
+        ", not this build's " + std::to_string(kSchemaVersion) +
+        ": read-only, it is not migrated (gpuvpa ledger migrate, or any writer, migrates it)");
   for (;;) {
     bool done = false;
     Status s = InTransaction([&]() -> Status {
@@ -316,6 +330,7 @@ Result<size_t> PostgresLedger::Append(std::span<const LedgerAction> actions,
                                       std::span<const ChargeMark> marks) {
   for (const LedgerAction& a : actions) GPUVPA_RETURN_IF_ERROR(ValidateLedgerAction(a));
   for (const ChargeMark& m : marks) GPUVPA_RETURN_IF_ERROR(ValidateMark(m));
+  if (options().read_only) return ReadOnlyLedgerError(shown_);
   std::lock_guard<std::mutex> lock(mu_);
   size_t inserted = 0;
   GPUVPA_RETURN_IF_ERROR(InTransaction([&] { return AppendOnce(actions, marks, inserted); }));

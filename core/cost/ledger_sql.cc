@@ -304,6 +304,17 @@ Result<std::vector<Showback>> ShowbackBuilder::Finish() && {
 
 }  // namespace gpuvpa::ledger_sql
 
+namespace gpuvpa {
+
+Status AddShowbackRow(ShowbackRow& to, const ShowbackRow& add, std::string_view what) {
+  GPUVPA_RETURN_IF_ERROR(ledger_sql::AddRow(to, add, [&] { return std::string(what); }));
+  to.usage_measured |= add.usage_measured;
+  to.usage_unmeasured |= add.usage_unmeasured;
+  return OkStatus();
+}
+
+}  // namespace gpuvpa
+
 namespace gpuvpa::ledger_sql {
 
 std::string WithCluster(std::string_view sql, std::string_view cluster) {

@@ -183,6 +183,18 @@ class SqliteLedger final : public Ledger {
 
 Status SqliteLedger::Init() {
   sqlite3_busy_timeout(db_, 5000);
+  if (options().read_only) {
+    Statement version(db_, "PRAGMA user_version");
+    if (!version.ok() || sqlite3_step(version.get()) != SQLITE_ROW)
+      return Error("read schema version");
+    schema_version_ = sqlite3_column_int(version.get(), 0);
+    if (schema_version_ != kSchemaVersion)
+      return FailedPreconditionError(
+          "ledger " + path_ + " has schema version " + std::to_string(schema_version_) +
+          ", not this build's " + std::to_string(kSchemaVersion) +
+          ": read-only, it is not migrated (gpuvpa ledger migrate, or any writer, migrates it)");
+    return OkStatus();
+  }
   // WAL + FULL: a committed transaction survives a crash or power loss.
   for (const char* pragma :
        {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"})
@@ -236,6 +248,7 @@ Result<size_t> SqliteLedger::Append(std::span<const LedgerAction> actions,
                                     std::span<const ChargeMark> marks) {
   for (const LedgerAction& a : actions) GPUVPA_RETURN_IF_ERROR(ValidateLedgerAction(a));
   for (const ChargeMark& m : marks) GPUVPA_RETURN_IF_ERROR(ValidateMark(m));
+  if (options().read_only) return ReadOnlyLedgerError(path_);
   std::lock_guard<std::mutex> lock(mu_);
   GPUVPA_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   Statement insert(db_, (InsertSql() + " ON CONFLICT (cluster, action_id) DO NOTHING").c_str());
@@ -423,8 +436,9 @@ Result<std::unique_ptr<Ledger>> OpenSqliteLedger(const std::string& path,
   sqlite3* db = nullptr;
   // NOMUTEX: every use of the connection holds the ledger's own mutex; SQLite's per-call lock
   // on top of it cost a fifth of a showback scan (two locks per column read).
-  const int rc = sqlite3_open_v2(
-      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int flags =
+      options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   auto ledger = std::make_unique<SqliteLedger>(db, path, options);
   if (rc != SQLITE_OK)
     return InternalError("ledger " + path +

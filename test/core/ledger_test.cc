@@ -524,3 +524,40 @@ TEST(AllocationGroupTest, TextRoundTripsAndRefusesOtherShapes) {
 
 }  // namespace
 }  // namespace gpuvpa
+
+namespace gpuvpa {
+namespace {
+
+TEST_P(LedgerTest, AReadOnlyLedgerReadsAndRefusesToWrite) {
+  LedgerAction usage =
+      Action("u-1", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "train", "research");
+  usage.allocated = testing::Usd(12.5);
+  ASSERT_TRUE(ledger_->Append(usage).ok());
+  Result<std::unique_ptr<Ledger>> reader = Ledger::Open(Path(), {.read_only = true});
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  Result<Showback> s = (*reader)->QueryShowback({});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->total.allocated, testing::Usd(12.5));
+  Result<size_t> appended = (*reader)->Append(
+      Action("u-2", ActionKind::kAllocatedUsage, ActionStatus::kApplied, "train", "research"));
+  EXPECT_EQ(appended.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(appended.status().message().find("read-only"), std::string::npos);
+  EXPECT_EQ(*ledger_->CountRows(), 1);
+  if (!postgres()) {
+    // Nothing is created or migrated by a reader.
+    const std::string missing = Path() + ".missing";
+    EXPECT_FALSE(Ledger::Open(missing, {.read_only = true}).ok());
+    EXPECT_FALSE(std::filesystem::exists(missing));
+    const std::string old = Path() + ".v2";
+    std::filesystem::copy_file(std::string(GPUVPA_SOURCE_DIR) + "/test/data/ledger/demo-v2.db",
+                               old);
+    Result<std::unique_ptr<Ledger>> v2 = Ledger::Open(old, {.read_only = true});
+    ASSERT_FALSE(v2.ok());
+    EXPECT_EQ(v2.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(v2.status().message().find("schema version 2"), std::string::npos)
+        << v2.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace gpuvpa

@@ -14,11 +14,15 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <tuple>
 
+#include "core/base/time_format.h"
 #include "core/config/config.h"
+#include "core/cost/allocation.h"
+#include "core/cost/ledger.h"
 #include "recommender/daemon/daemon_config.h"
 #include "scaler/config/scaler_config.h"
 #include "scaler/metadata/scaled_object_config.h"
@@ -487,6 +491,7 @@ TEST(DashboardTest, EveryPlottedMetricIsExportedAndEveryPanelHasAUnitAndTheVaria
   ASSERT_TRUE(dashboard["panels"].is_array());
   for (const nlohmann::json& panel : dashboard["panels"]) {
     ASSERT_FALSE(panel["targets"].empty()) << panel["title"];
+    if (panel["datasource"]["type"] == "yesoreyeram-infinity-datasource") continue;  // below
     EXPECT_FALSE(panel["fieldConfig"]["defaults"].value("unit", "").empty()) << panel["title"];
     EXPECT_EQ(panel["datasource"]["uid"], "${datasource}") << panel["title"];
     for (const nlohmann::json& target : panel["targets"]) {
@@ -504,8 +509,56 @@ TEST(DashboardTest, EveryPlottedMetricIsExportedAndEveryPanelHasAUnitAndTheVaria
   EXPECT_GT(metrics, 15);
   std::set<std::string> variables;
   for (const nlohmann::json& v : dashboard["templating"]["list"]) variables.insert(v["name"]);
-  EXPECT_EQ(variables,
-            (std::set<std::string>{"datasource", "cost_center", "namespace", "workload"}));
+  EXPECT_EQ(variables, (std::set<std::string>{"datasource", "costapi", "cost_center", "namespace",
+                                              "workload"}));
+}
+
+// The panels that read the cost API (Infinity datasource): a query the API accepts, and every
+// column a field of the API's answer for that query on the demo ledger.
+TEST(DashboardTest, CostApiPanelsAskWhatTheApiServesAndReadFieldsItAnswers) {
+  const nlohmann::json dashboard = nlohmann::json::parse(
+      ReadAll(kKube / "monitoring" / "gpuvpa-dashboard.json"), nullptr, false);
+  testing::ScopedTempDir temp;
+  const std::string ledger_path = temp.Path("demo.db");
+  std::filesystem::copy_file(std::string(GPUVPA_SOURCE_DIR) + "/test/data/ledger/demo-v2.db",
+                             ledger_path);
+  std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(ledger_path)).value();
+  int panels = 0;
+  for (const nlohmann::json& panel : dashboard["panels"]) {
+    if (panel["datasource"]["type"] != "yesoreyeram-infinity-datasource") continue;
+    ++panels;
+    EXPECT_EQ(panel["datasource"]["uid"], "${costapi}") << panel["title"];
+    EXPECT_FALSE(panel["fieldConfig"]["defaults"].value("unit", "").empty()) << panel["title"];
+    for (const nlohmann::json& target : panel["targets"]) {
+      EXPECT_EQ(target["datasource"]["uid"], "${costapi}");
+      const std::string url = target["url"];
+      EXPECT_TRUE(url == "/allocation" || url == "/allocation/compute") << url;
+      std::string query;
+      for (const nlohmann::json& p : target["url_options"]["params"])
+        query += (query.empty() ? "" : "&") + p["key"].get<std::string>() + "=" +
+                 p["value"].get<std::string>();
+      // The demo week lies 2026-11-02..09: "30d" is asked as of 2026-11-20.
+      Result<AllocationRequest> request =
+          ParseAllocationRequest(query, static_cast<int64_t>(*ParseTimestamp("2026-11-20")));
+      ASSERT_TRUE(request.ok()) << query << ": " << request.status().message();
+      Result<std::string> body = AllocationResponse(*ledger, *request);
+      ASSERT_TRUE(body.ok()) << body.status().message();
+      const nlohmann::json answer = nlohmann::json::parse(*body);
+      ASSERT_EQ(target["root_selector"], "$.data[0].*") << "one map: accumulate=true";
+      ASSERT_EQ(answer["data"].size(), 1u);
+      ASSERT_FALSE(answer["data"][0].empty());
+      for (const nlohmann::json& column : target["columns"]) {
+        const std::string selector = column["selector"];
+        for (const auto& [name, allocation] : answer["data"][0].items()) {
+          const nlohmann::json::json_pointer pointer(
+              "/" + std::regex_replace(selector, std::regex("\\."), "/"));
+          ASSERT_TRUE(allocation.contains(pointer)) << selector << " is not in " << name;
+          EXPECT_EQ(allocation[pointer].is_string(), column["type"] == "string") << selector;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(panels, 1);
 }
 
 // The kube-state-metrics allow-lists shipped for the install name exactly the cost-center keys

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -672,12 +673,15 @@ TEST_F(PrometheusIngestTest, DaemonServesMetricsAndTheApiAndSurvivesARestart) {
   testing::ScopedTempDir tmp;
   const int http_port = testing::FreeLocalPort();
   const int grpc_port = testing::FreeLocalPort();
+  const int cost_port = testing::FreeLocalPort();
   std::ofstream(tmp.Path("gpuvpa.yaml")) << ConfigYaml(tmp, server_->url());
+  std::ofstream(tmp.Path("token")) << "cost-api-token\n";
   auto start = [&] {
     return testing::SpawnProcess(
         {std::string(GPUVPA_BIN_DIR) + "/gpuvpa-recommender", "--config", tmp.Path("gpuvpa.yaml"),
          "--listen-http", "127.0.0.1:" + std::to_string(http_port), "--listen-grpc",
-         "127.0.0.1:" + std::to_string(grpc_port)},
+         "127.0.0.1:" + std::to_string(grpc_port), "--cost-api-listen",
+         "127.0.0.1:" + std::to_string(cost_port), "--cost-api-token-file", tmp.Path("token")},
         tmp.Path("daemon.log"));
   };
   auto log = [&] {
@@ -785,6 +789,42 @@ TEST_F(PrometheusIngestTest, DaemonServesMetricsAndTheApiAndSurvivesARestart) {
     ASSERT_TRUE(reader->Read(&update));
     EXPECT_EQ(update.changed_size(), 3);
     ctx.TryCancel();
+  }
+  {
+    // The ledger's owner serves the cost API through a read-only connection of its own: by cost
+    // center, the billed cost is the ledger's showback, to the micro-dollar.
+    std::unique_ptr<Ledger> reader =
+        std::move(Ledger::Open(tmp.Path("ledger.db"), {.read_only = true})).value();
+    bool compared = false;
+    for (int attempt = 0; attempt < 20 && !compared; ++attempt) {
+      const Showback before = *reader->QueryShowback({});
+      int rc = 0;
+      const std::string body = testing::RunShell(
+          "curl -sS -H 'Authorization: Bearer cost-api-token' "
+          "'http://127.0.0.1:" +
+              std::to_string(cost_port) +
+              "/allocation?window=0,4102444799&aggregate=costCenter&accumulate=true'",
+          &rc);
+      ASSERT_EQ(rc, 0) << body;
+      const Showback after = *reader->QueryShowback({});
+      if (before.total.billed != after.total.billed || before.total.billed == 0) {
+        std::this_thread::sleep_for(milliseconds(200));  // still charging
+        continue;
+      }
+      const nlohmann::json doc = nlohmann::json::parse(body, nullptr, false);
+      ASSERT_FALSE(doc.is_discarded()) << body;
+      ASSERT_EQ(doc["data"].size(), 1u) << body;
+      ASSERT_EQ(doc["data"][0].size(), after.groups.size()) << body;
+      for (const ShowbackRow& g : after.groups)
+        EXPECT_EQ(doc["data"][0][g.group]["gpuvpa"]["billedMicroUsd"], g.billed) << g.group;
+      compared = true;
+    }
+    EXPECT_TRUE(compared) << "the ledger kept changing, or nothing was charged";
+    int rc = 0;
+    EXPECT_EQ(testing::RunShell("curl -s -o /dev/null -w '%{http_code}' 'http://127.0.0.1:" +
+                                    std::to_string(cost_port) + "/allocation?window=7d'",
+                                &rc),
+              "401");
   }
   EXPECT_EQ(stop(pid), 0) << log();
   // Restart: the same recommendations from the checkpoint, before and after the first poll.
