@@ -11,10 +11,10 @@
 
 #include "core/base/time_format.h"
 #include "core/cli/cli.h"
+#include "core/cli/cost_api_flags.h"
 #include "core/cli/ledger_flags.h"
 #include "core/cli/logging.h"
 #include "core/config/config.h"
-#include "core/cost/cost_api.h"
 #include "core/cost/ledger_rpc.h"
 #include "core/net/grpc_server.h"
 #include "core/net/http_server.h"
@@ -30,8 +30,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   bool once = false;
   bool accept_ledger_rows = false;
   int shard_index = -1;
-  CostApiOptions cost_api;
-  HttpServerTls cost_api_tls;
+  CostApiFlags cost_api;
   auto app = NewCommandApp(
       "gpuvpa-recommender", "",
       "The long-running recommender: polls Prometheus (DCGM exporter + kube-state-metrics), "
@@ -52,20 +51,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                   "override recommender.shard.index: this replica's shard (a StatefulSet passes "
                   "its pod index); must be below shard.count")
       ->check(CLI::NonNegativeNumber);
-  app->add_option("--cost-api-listen", cost_api.listen_address,
-                  "also serve the ledger's cost API here (host:port): OpenCost's /allocation, "
-                  "FOCUS /focus (README, The cost API); read-only access of its own to the ledger");
-  app->add_option("--cost-api-token-file", cost_api.token_file,
-                  "the bearer token the cost API requires (a mounted Secret)")
-      ->check(CLI::ExistingFile);
-  app->add_option("--cost-api-tls-cert-file", cost_api_tls.cert_file,
-                  "PEM certificate: the cost API over HTTPS")
-      ->check(CLI::ExistingFile);
-  app->add_option("--cost-api-tls-key-file", cost_api_tls.key_file, "PEM key of the certificate")
-      ->check(CLI::ExistingFile);
-  app->add_option("--cost-api-client-ca-file", cost_api_tls.client_ca_file,
-                  "PEM CA: the cost API requires client certificates it signed (mTLS)")
-      ->check(CLI::ExistingFile);
+  AddCostApiFlags(*app, cost_api, "cost-api-");
   app->add_flag("--once", once, "poll once, save the checkpoint, print the summary and exit");
   app->add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
@@ -73,14 +59,13 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   // (--once runs in the foreground and keeps the default: a signal ends it at once.)
   sigset_t stop{};
   if (!once) stop = BlockStopSignals();
-  if (Status s = ConfigureLogging(log_level); !s.ok()) {
-    err << "gpuvpa-recommender: --log-level: " << s.message() << "\n";
-    return kExitUsage;
-  }
-  auto fail = [&](const Status& s) {
-    err << "gpuvpa-recommender: " << s.message() << "\n";
-    return kExitFailure;
+  auto complain = [&](std::string_view message, int code) {
+    err << "gpuvpa-recommender: " << message << "\n";
+    return code;
   };
+  auto fail = [&](const Status& s) { return complain(s.message(), kExitFailure); };
+  if (Status s = ConfigureLogging(log_level); !s.ok())
+    return complain("--log-level: " + s.message(), kExitUsage);
   Result<GpuvpaConfig> gpuvpa = LoadConfigFile(config_path);
   if (!gpuvpa.ok()) return fail(gpuvpa.status());
   Result<DaemonConfig> config = ParseDaemonConfig(gpuvpa->recommender_yaml, config_path);
@@ -107,18 +92,10 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return kExitUsage;
   }
 
-  const bool serve_costs = app->count("--cost-api-listen") > 0;
-  if (serve_costs != !cost_api.token_file.empty() ||
-      cost_api_tls.cert_file.empty() != cost_api_tls.key_file.empty() ||
-      (!cost_api_tls.client_ca_file.empty() && cost_api_tls.cert_file.empty())) {
-    err << "gpuvpa-recommender: --cost-api-listen and --cost-api-token-file go together, as do "
-           "--cost-api-tls-cert-file and --cost-api-tls-key-file; --cost-api-client-ca-file "
-           "needs them\n";
-    return kExitUsage;
-  }
-  if (!cost_api_tls.cert_file.empty()) cost_api.tls = cost_api_tls;
   // The cost API reads through a connection of its own that cannot write (opened once the
   // daemon has created or migrated the ledger).
+  const Result<bool> serve_costs = CostApiRequested(*app, cost_api);
+  if (!serve_costs.ok()) return complain(serve_costs.status().message(), kExitUsage);
   const LedgerFlags ledger_flags = WithConfigDefaults({}, *gpuvpa);
   Result<std::unique_ptr<RecommenderDaemon>> daemon =
       RecommenderDaemon::Create(*config, *std::move(gpuvpa));
@@ -135,19 +112,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   Result<std::unique_ptr<HttpServer>> http = HttpServer::Start(
       config->listen_http, [&d](const std::string& path) { return d.HandleHttp(path); });
   if (!http.ok()) return fail(http.status());
-  std::unique_ptr<Ledger> cost_ledger;
-  std::unique_ptr<CostApi> costs;
-  if (serve_costs) {
-    Result<std::unique_ptr<Ledger>> reader =
-        OpenLedger(ledger_flags, /*must_exist=*/true, /*read_only=*/true);
-    if (!reader.ok()) return fail(reader.status());
-    cost_ledger = std::move(*reader);
-    Result<std::unique_ptr<CostApi>> api = CostApi::Start(*cost_ledger, cost_api);
-    if (!api.ok()) return fail(api.status());
-    costs = std::move(*api);
-    spdlog::info("serving the cost API ({}) on port {}: /allocation /focus",
-                 cost_api.tls ? "https" : "http", costs->port());
-  }
+  Result<ServedCosts> costs = ServedCosts{};
+  if (*serve_costs && !(costs = ServeCosts(ledger_flags, cost_api)).ok())
+    return fail(costs.status());
   RecommendationServiceImpl service(d);
   LedgerServiceImpl ledger_service(d.ledger());
   std::vector<grpc::Service*> services = {&service};
@@ -166,7 +133,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       accept_ledger_rows ? ", LedgerService" : "", grpc_server->port, (*http)->port(),
       config->shard_index, config->shard_count);
   out << "gpuvpa-recommender: grpc port " << grpc_server->port << ", http port " << (*http)->port();
-  if (costs) out << ", cost API port " << costs->port();
+  if (costs->api) out << ", cost API port " << costs->api->port();
   out << std::endl;
   std::thread loop([&d] { d.Run(); });
   const int signal = WaitForStopSignal(stop);
