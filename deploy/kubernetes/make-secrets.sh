@@ -8,7 +8,9 @@
 #   gpuvpa-scaler-tls           server: gpuvpa-scaler (KEDA's client certificate must chain to ca.crt)
 #   gpuvpa-scaler-client        client: KEDA, in each workload namespace (TriggerAuthentication)
 # and gpuvpa-updater-change-key (key change.key: 48 random bytes, base64) that signs the
-# updater's applied-change annotations, so a rollback restores only what an updater wrote.
+# updater's applied-change annotations, so a rollback restores only what an updater wrote, and
+# gpuvpa-cost-api (key token: 32 random bytes, hex) that the cost API's clients send as a bearer
+# token (Grafana's Infinity datasource: an Authorization header "Bearer <token>").
 # With --ledger-url-file FILE (the postgres-ledger overlay), also gpuvpa-ledger-db (key url:
 # the file's first line, a postgresql:// URL of a role that may only insert and select).
 # Usage: make-secrets.sh [--namespace gpuvpa] [--workload-namespace agents]...
@@ -100,6 +102,18 @@ metadata:
 type: Opaque
 data:
   change.key: $(openssl rand -base64 48 | tr -d '\n' | base64 -w0)
+YAML
+  cat <<YAML
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: gpuvpa-cost-api
+  namespace: $ns
+  labels: {app.kubernetes.io/part-of: gpuvpa}
+type: Opaque
+data:
+  token: $(openssl rand -hex 32 | tr -d '\n' | base64 -w0)
 YAML
   if [ -n "$ledger_url_file" ]; then
     cat <<YAML

@@ -281,6 +281,12 @@ class ManifestRun {
     return all;
   }
   testing::KubeTestCluster& cluster() { return cluster_; }
+  // A file of a Secret make-secrets.sh made ("" when there is none).
+  std::string SecretFile(const std::string& secret, const std::string& key) const {
+    auto it = secrets_.find(secret);
+    if (it == secrets_.end() || !it->second.count(key)) return "";
+    return it->second.at(key);
+  }
 
   void StopAll() {
     for (Started& s : started_) testing::KillProcess(s.pid);
@@ -490,6 +496,37 @@ std::string Render(const std::string& overlay) {
   return out;
 }
 
+// Each recommender's cost API, as Grafana reaches it through the Service: HTTPS with the
+// recommender's certificate (the CA make-secrets.sh made), the token of its Secret; refused
+// without the token.
+void ExpectTheCostApiAnswers(ManifestRun& run) {
+  testing::ScopedTempDir dir;
+  std::ofstream(dir.Path("ca.crt")) << run.SecretFile("gpuvpa-recommender-tls", "ca.crt");
+  const std::string token = run.SecretFile("gpuvpa-cost-api", "token");
+  ASSERT_FALSE(token.empty());
+  int answered = 0;
+  for (const Started& s : run.started()) {
+    if (s.workload != "gpuvpa-recommender") continue;
+    ASSERT_TRUE(s.local_port.count("costs")) << s.who << " has no port named costs";
+    const std::string port = std::to_string(s.local_port.at("costs"));
+    const std::string host = "gpuvpa-recommender.gpuvpa.svc";
+    const std::string curl = "curl -sS --cacert '" + dir.Path("ca.crt") + "' --resolve " + host +
+                             ":" + port + ":127.0.0.1 -w ' %{http_code}' 'https://" + host + ":" +
+                             port + "/allocation?window=7d&aggregate=costCenter'";
+    int rc = 0;
+    const std::string with =
+        testing::RunShell(curl + " -H 'Authorization: Bearer " + token + "'", &rc);
+    EXPECT_EQ(rc, 0) << s.who << ": " << with;
+    EXPECT_NE(with.find("\"status\":\"success\""), std::string::npos) << s.who << ": " << with;
+    EXPECT_EQ(with.substr(with.size() >= 4 ? with.size() - 4 : 0), " 200") << with;
+    const std::string without = testing::RunShell(curl, &rc);
+    EXPECT_EQ(without.substr(without.size() >= 4 ? without.size() - 4 : 0), " 401") << without;
+    EXPECT_EQ(testing::ReadTextFile(s.log).find(token), std::string::npos) << "never logged";
+    ++answered;
+  }
+  EXPECT_GE(answered, 1);
+}
+
 class ManifestRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -547,6 +584,7 @@ TEST_F(ManifestRunTest, EveryContainerOfEveryOverlayStartsAsWrittenAndPassesItsP
         EXPECT_EQ(HttpStatus(s.local_port.at("metrics"), "/reports/", &index), 200) << index;
         EXPECT_NE(index.find("gpuvpa owner reports"), std::string::npos) << index;
       }
+    ExpectTheCostApiAnswers(run);
   }
 }
 
@@ -584,6 +622,7 @@ TEST_F(ManifestRunTest, ThePostgresLedgerOverlayRunsThreeShardsOnOneDatabase) {
         << log;
   }
   EXPECT_EQ(pg.postgres()->Query("ledger", "SELECT MAX(version) FROM gpuvpa_schema"), "3");
+  ExpectTheCostApiAnswers(run);
 }
 
 // The same run fails, naming the container, when a manifest's flag is broken: a typo, a health

@@ -252,6 +252,7 @@ TEST(ManifestsTest, EveryMountedSecretIsMadeByMakeSecretsAndEveryConfigMapIsShip
     }
   }
   EXPECT_TRUE(made.count("gpuvpa/gpuvpa-updater-change-key")) << "the updater's change key";
+  EXPECT_TRUE(made.count("gpuvpa/gpuvpa-cost-api")) << "the cost API's token";
   EXPECT_TRUE(made.count("agents/gpuvpa-scaler-client")) << "KEDA's client for the examples";
   EXPECT_EQ(out.find("PRIVATE KEY"), std::string::npos) << "keys are never printed";
   for (const std::string& overlay : kOverlays) {
@@ -284,6 +285,12 @@ TEST(ManifestsTest, EveryMountedSecretIsMadeByMakeSecretsAndEveryConfigMapIsShip
       std::ofstream(tmp.Path("url.b64")) << s["data"]["url"].as<std::string>();
       EXPECT_EQ(Shell("base64 -d '" + tmp.Path("url.b64") + "'", &rc),
                 "postgresql://gpuvpa_writer@db.example/gpuvpa");
+      continue;
+    }
+    if (name == "gpuvpa-cost-api") {  // 32 random bytes as hex: a token for a header
+      std::ofstream(tmp.Path("token.b64")) << s["data"]["token"].as<std::string>();
+      const std::string token = Shell("base64 -d '" + tmp.Path("token.b64") + "'", &rc);
+      EXPECT_TRUE(std::regex_match(token, std::regex("[0-9a-f]{64}"))) << token.size();
       continue;
     }
     if (s["type"].as<std::string>() != "kubernetes.io/tls") {
