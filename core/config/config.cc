@@ -94,7 +94,7 @@ Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text) {
     if (root.IsNull()) return config;
     if (Status s = kConfig["(top level)"].CheckKeys(
             root, {"region", "cluster", "prices", "max_usd_per_gpu_hour", "cost_centers", "ledger",
-                   "recommender"});
+                   "recommender", "delivery"});
         !s.ok())
       return s;
     if (const YAML::Node max = root["max_usd_per_gpu_hour"]) {
@@ -118,6 +118,7 @@ Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text) {
     }
     if (const YAML::Node section = root["recommender"])
       config.recommender_yaml = YAML::Dump(section);
+    if (const YAML::Node section = root["delivery"]) config.delivery_yaml = YAML::Dump(section);
     if (const YAML::Node ledger = root["ledger"]) {
       if (Status s = kConfig["ledger"].CheckKeys(ledger, {"path", "url_file"}); !s.ok()) return s;
       if (ledger["path"]) config.ledger_path = ledger["path"].as<std::string>();

@@ -39,6 +39,8 @@ struct GpuvpaConfig {
   std::string ledger_url_file;  // when set, the ledger's URL is read from this file
   // The gpuvpa-recommender daemon's section, as YAML text (its own loader reads it).
   std::string recommender_yaml;
+  // The `delivery:` section as YAML text (core/cost/delivery.h parses it); "" when absent.
+  std::string delivery_yaml;
 };
 
 Result<GpuvpaConfig> ParseConfig(std::string_view yaml_text);

@@ -192,6 +192,19 @@ struct ClusterChargeMark {
   bool operator==(const ClusterChargeMark&) const = default;
 };
 
+// A summary sent to an owner (a Slack or JSON webhook), recorded when the receiver answered:
+// `outcome` "delivered" (2xx) or "refused" (a 4xx, which no retry would change).
+struct DeliveryRecord {
+  std::string delivery_id;
+  int64_t time_s = 0;
+  std::string target;
+  std::string cost_center;
+  int64_t period_start_s = 0;
+  int64_t period_end_s = 0;
+  std::string outcome;
+  int http_status = 0;
+};
+
 // The cluster of an installation that names none.
 inline constexpr std::string_view kDefaultCluster = "default";
 
@@ -227,8 +240,8 @@ class Ledger : public LedgerSink {
  public:
   // Current schema version of both backends; opening a newer ledger is refused, an older one is
   // migrated (each step in its own transaction, with its version bump).
-  // 2: charge marks; 3: clusters.
-  static constexpr int kSchemaVersion = 3;
+  // 2: charge marks; 3: clusters; 4: deliveries.
+  static constexpr int kSchemaVersion = 4;
 
   // Opens (creating and migrating when needed) the ledger at `url` (ParseLedgerUrl).
   static Result<std::unique_ptr<Ledger>> Open(const std::string& url,
@@ -262,6 +275,15 @@ class Ledger : public LedgerSink {
     int64_t last_seq = 0;  // of the last row returned (after_seq when none)
   };
   virtual Result<Page> ReadRows(int64_t after_seq, size_t limit) const = 0;
+  // The latest recommendation of each workload of options().cluster whose time lies in
+  // [from_s, to_s), where it is still proposed: what a summary lists as top changes.
+  virtual Result<std::vector<LedgerAction>> LatestProposals(int64_t from_s, int64_t to_s) const = 0;
+
+  // Deliveries (core/cost/delivery.h): recorded once per id in options().cluster. Returns
+  // whether the record is new (false: an earlier run recorded it).
+  virtual Result<bool> RecordDelivery(const DeliveryRecord& record) = 0;
+  virtual Result<bool> HasDelivery(std::string_view delivery_id) const = 0;
+
   // Every cluster's totals, sorted by (cluster, cost center, kind).
   Result<std::vector<LedgerTotal>> Totals() const;
   // Every cluster's charge marks (the latest per series).

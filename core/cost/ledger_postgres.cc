@@ -22,7 +22,7 @@ namespace {
 
 // Each entry moves the schema from version i to i + 1, like SQLite's. Never edit one that has
 // shipped: add. Money and GPU time are bigint (micro-dollars, milli-GPU-seconds).
-constexpr std::array<const char*, 3> kMigrations = {
+constexpr std::array<const char*, 4> kMigrations = {
     R"sql(
 CREATE TABLE actions (
   seq bigserial PRIMARY KEY,
@@ -83,6 +83,25 @@ CREATE INDEX actions_by_kind ON actions (kind, cluster, namespace, workload, tim
 ALTER TABLE charge_marks ADD COLUMN cluster text NOT NULL DEFAULT '{{cluster}}';
 ALTER TABLE charge_marks ALTER COLUMN cluster DROP DEFAULT;
 CREATE INDEX charge_marks_by_cluster ON charge_marks (cluster, series, charged_through_s);
+)sql",
+    R"sql(
+CREATE TABLE deliveries (
+  seq bigserial PRIMARY KEY,
+  cluster text NOT NULL CHECK (cluster <> ''),
+  delivery_id text NOT NULL CHECK (delivery_id <> ''),
+  time_s bigint NOT NULL,
+  target text NOT NULL,
+  cost_center text NOT NULL,
+  period_start_s bigint NOT NULL,
+  period_end_s bigint NOT NULL,
+  outcome text NOT NULL CHECK (outcome IN ('delivered', 'refused')),
+  http_status integer NOT NULL,
+  UNIQUE (cluster, delivery_id)
+);
+CREATE TRIGGER deliveries_append_only BEFORE UPDATE OR DELETE ON deliveries
+  FOR EACH ROW EXECUTE FUNCTION gpuvpa_append_only();
+CREATE TRIGGER deliveries_no_truncate BEFORE TRUNCATE ON deliveries
+  FOR EACH STATEMENT EXECUTE FUNCTION gpuvpa_append_only();
 )sql",
 };
 
@@ -159,6 +178,9 @@ class PostgresLedger final : public Ledger {
   Result<int64_t> CountRows() const override;
   Result<bool> Contains(std::string_view action_id) const override;
   Result<Page> ReadRows(int64_t after_seq, size_t limit) const override;
+  Result<std::vector<LedgerAction>> LatestProposals(int64_t from_s, int64_t to_s) const override;
+  Result<bool> RecordDelivery(const DeliveryRecord& record) override;
+  Result<bool> HasDelivery(std::string_view delivery_id) const override;
   Result<std::string> IntegrityCheck() const override;
   int schema_version() const override { return schema_version_; }
 
@@ -535,6 +557,56 @@ Result<Ledger::Page> PostgresLedger::ReadRows(int64_t after_seq, size_t limit) c
     page.last_seq = Int64(r->get(), row, 0);
   }
   return page;
+}
+
+Result<std::vector<LedgerAction>> PostgresLedger::LatestProposals(int64_t from_s,
+                                                                  int64_t to_s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Params p;
+  p.Add(std::string_view(options().cluster));
+  p.Add(from_s);
+  p.Add(to_s);
+  Result<PgResult> r = Run(LatestProposalsSql(), p, "latest proposals");
+  if (!r.ok()) return r.status();
+  std::vector<LedgerAction> out;
+  for (int row = 0; row < PQntuples(r->get()); ++row) {
+    Result<LedgerAction> a = ReadRow(
+        0, [&](int i) { return std::string(Text(r->get(), row, i)); },
+        [&](int i) { return Int64(r->get(), row, i); });
+    if (!a.ok()) return DataLossError("ledger " + shown_ + ": " + a.status().message());
+    out.push_back(std::move(a).value());
+  }
+  return out;
+}
+
+Result<bool> PostgresLedger::RecordDelivery(const DeliveryRecord& d) {
+  GPUVPA_RETURN_IF_ERROR(ValidateDelivery(d));
+  if (options().read_only) return ReadOnlyLedgerError(shown_);
+  std::lock_guard<std::mutex> lock(mu_);
+  Params p;
+  p.Add(std::string_view(options().cluster));
+  p.Add(std::string_view(d.delivery_id));
+  p.Add(d.time_s);
+  p.Add(std::string_view(d.target));
+  p.Add(std::string_view(d.cost_center));
+  p.Add(d.period_start_s);
+  p.Add(d.period_end_s);
+  p.Add(std::string_view(d.outcome));
+  p.Add(static_cast<int64_t>(d.http_status));
+  Result<PgResult> r = Run(kInsertDeliverySql, p, "record delivery");
+  if (!r.ok()) return r.status();
+  return std::string_view(PQcmdTuples(r->get())) == "1";
+}
+
+Result<bool> PostgresLedger::HasDelivery(std::string_view delivery_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Params p;
+  p.Add(std::string_view(options().cluster));
+  p.Add(delivery_id);
+  Result<PgResult> r =
+      Run("SELECT 1 FROM deliveries WHERE cluster = $1 AND delivery_id = $2", p, "delivery lookup");
+  if (!r.ok()) return r.status();
+  return PQntuples(r->get()) > 0;
 }
 
 Result<std::string> PostgresLedger::IntegrityCheck() const {

@@ -101,6 +101,32 @@ Status ValidateMark(const ChargeMark& m) {
   return OkStatus();
 }
 
+std::string LatestProposalsSql() {
+  return std::string("SELECT ") + kRowColumns +
+         " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY namespace, workload ORDER BY time_s "
+         "DESC, seq DESC) AS latest FROM actions WHERE kind = 'recommendation' AND cluster = $1 "
+         "AND time_s >= $2 AND time_s < $3) AS r WHERE latest = 1 AND status = 'proposed' ORDER "
+         "BY namespace, workload";
+}
+
+const char* const kInsertDeliverySql =
+    "INSERT INTO deliveries (cluster, delivery_id, time_s, target, cost_center, period_start_s, "
+    "period_end_s, outcome, http_status) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT "
+    "(cluster, delivery_id) DO NOTHING";
+
+Status ValidateDelivery(const DeliveryRecord& d) {
+  for (const auto& [field, value] : {std::pair{"delivery_id", &d.delivery_id},
+                                     {"target", &d.target},
+                                     {"cost_center", &d.cost_center}})
+    if (value->empty() || value->size() > kMaxLedgerTextBytes || !IsValidUtf8(*value))
+      return InvalidArgumentError("delivery " + QuoteForError(d.delivery_id) + ": " + field + " " +
+                                  QuoteForError(*value) + " is not valid");
+  if (d.outcome != "delivered" && d.outcome != "refused")
+    return InvalidArgumentError("delivery " + QuoteForError(d.delivery_id) + ": outcome " +
+                                QuoteForError(d.outcome) + " is not delivered or refused");
+  return OkStatus();
+}
+
 std::string GroupColumn(ShowbackGroup g) {
   switch (g) {
     case ShowbackGroup::kGpuModel:

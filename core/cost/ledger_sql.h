@@ -110,6 +110,13 @@ Result<LedgerAction> ReadRow(int first, Text&& text, Int&& int64) {
 // kContentColumns as text. The error names the field and both values.
 Status ContentConflict(const LedgerAction& a, const std::vector<std::string>& stored);
 
+// The latest still-proposed recommendation per workload of cluster $1 with time in [$2, $3):
+// kRowColumns.
+std::string LatestProposalsSql();
+// Inserts a delivery ($1 cluster ... $9 http_status), nothing when the id is recorded.
+extern const char* const kInsertDeliverySql;
+Status ValidateDelivery(const DeliveryRecord& d);
+
 // Whether a charge mark may be stored.
 Status ValidateMark(const ChargeMark& m);
 

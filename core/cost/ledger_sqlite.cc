@@ -12,7 +12,7 @@ namespace gpuvpa::ledger_sql {
 namespace {
 
 // Each entry moves the schema from version i to i + 1. Never edit one that has shipped: add.
-constexpr std::array<const char*, 3> kMigrations = {
+constexpr std::array<const char*, 4> kMigrations = {
     R"sql(
 CREATE TABLE actions (
   seq INTEGER PRIMARY KEY,
@@ -108,6 +108,26 @@ CREATE TRIGGER actions_append_only_delete BEFORE DELETE ON actions
 ALTER TABLE charge_marks ADD COLUMN cluster TEXT NOT NULL DEFAULT '{{cluster}}';
 CREATE INDEX charge_marks_by_cluster ON charge_marks (cluster, series, charged_through_s);
 )sql",
+    // 4: deliveries (the scheduled summaries sent to owners), one per (cluster, id).
+    R"sql(
+CREATE TABLE deliveries (
+  seq INTEGER PRIMARY KEY,
+  cluster TEXT NOT NULL CHECK (cluster <> ''),
+  delivery_id TEXT NOT NULL CHECK (delivery_id <> ''),
+  time_s INTEGER NOT NULL,
+  target TEXT NOT NULL,
+  cost_center TEXT NOT NULL,
+  period_start_s INTEGER NOT NULL,
+  period_end_s INTEGER NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('delivered', 'refused')),
+  http_status INTEGER NOT NULL,
+  UNIQUE (cluster, delivery_id)
+);
+CREATE TRIGGER deliveries_append_only_update BEFORE UPDATE ON deliveries
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+CREATE TRIGGER deliveries_append_only_delete BEFORE DELETE ON deliveries
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+)sql",
 };
 
 // Owns a prepared statement.
@@ -160,6 +180,9 @@ class SqliteLedger final : public Ledger {
   Result<int64_t> CountRows() const override;
   Result<bool> Contains(std::string_view action_id) const override;
   Result<Page> ReadRows(int64_t after_seq, size_t limit) const override;
+  Result<std::vector<LedgerAction>> LatestProposals(int64_t from_s, int64_t to_s) const override;
+  Result<bool> RecordDelivery(const DeliveryRecord& record) override;
+  Result<bool> HasDelivery(std::string_view delivery_id) const override;
   Result<std::string> IntegrityCheck() const override;
   int schema_version() const override { return schema_version_; }
 
@@ -392,6 +415,57 @@ Result<Ledger::Page> SqliteLedger::ReadRows(int64_t after_seq, size_t limit) con
   }
   if (rc != SQLITE_DONE) return Error("read rows");
   return page;
+}
+
+Result<std::vector<LedgerAction>> SqliteLedger::LatestProposals(int64_t from_s,
+                                                                int64_t to_s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, LatestProposalsSql().c_str());
+  if (!s.ok()) return Error("prepare latest proposals");
+  s.Bind(1, std::string_view(options().cluster));
+  s.Bind(2, from_s);
+  s.Bind(3, to_s);
+  std::vector<LedgerAction> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    Result<LedgerAction> row = ReadRow(
+        0, [&](int i) { return std::string(ColumnView(s.get(), i)); },
+        [&](int i) { return sqlite3_column_int64(s.get(), i); });
+    if (!row.ok()) return DataLossError("ledger " + path_ + ": " + row.status().message());
+    out.push_back(std::move(row).value());
+  }
+  if (rc != SQLITE_DONE) return Error("latest proposals");
+  return out;
+}
+
+Result<bool> SqliteLedger::RecordDelivery(const DeliveryRecord& d) {
+  GPUVPA_RETURN_IF_ERROR(ValidateDelivery(d));
+  if (options().read_only) return ReadOnlyLedgerError(path_);
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, kInsertDeliverySql);
+  if (!s.ok()) return Error("prepare delivery");
+  s.Bind(1, std::string_view(options().cluster));
+  s.Bind(2, std::string_view(d.delivery_id));
+  s.Bind(3, d.time_s);
+  s.Bind(4, std::string_view(d.target));
+  s.Bind(5, std::string_view(d.cost_center));
+  s.Bind(6, d.period_start_s);
+  s.Bind(7, d.period_end_s);
+  s.Bind(8, std::string_view(d.outcome));
+  s.Bind(9, static_cast<int64_t>(d.http_status));
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return Error("record delivery");
+  return sqlite3_changes(db_) > 0;
+}
+
+Result<bool> SqliteLedger::HasDelivery(std::string_view delivery_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT 1 FROM deliveries WHERE cluster = $1 AND delivery_id = $2");
+  if (!s.ok()) return Error("prepare delivery lookup");
+  s.Bind(1, std::string_view(options().cluster));
+  s.Bind(2, delivery_id);
+  const int rc = sqlite3_step(s.get());
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("delivery lookup");
+  return rc == SQLITE_ROW;
 }
 
 Result<std::vector<std::vector<std::string>>> SqliteLedger::QueryText(

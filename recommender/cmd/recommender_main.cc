@@ -15,6 +15,7 @@
 #include "core/cli/ledger_flags.h"
 #include "core/cli/logging.h"
 #include "core/config/config.h"
+#include "core/cost/delivery.h"
 #include "core/cost/ledger_rpc.h"
 #include "core/net/grpc_server.h"
 #include "core/net/http_server.h"
@@ -24,6 +25,29 @@
 
 namespace gpuvpa::recommender {
 namespace {
+
+// What the ledger's owner serves beside recommendations: the cost API (on a read-only
+// connection of its own) and the scheduled deliveries (recorded through the daemon's ledger).
+struct CostServices {
+  ServedCosts costs;
+  std::unique_ptr<DeliverySchedule> deliveries;
+};
+Result<CostServices> StartCostServices(bool serve_api, const LedgerFlags& ledger_flags,
+                                       const CostApiFlags& api, const DeliveryConfig& delivery,
+                                       Ledger& ledger) {
+  CostServices services;
+  if (serve_api) {
+    Result<ServedCosts> costs = ServeCosts(ledger_flags, api);
+    if (!costs.ok()) return costs.status();
+    services.costs = std::move(*costs);
+  }
+  if (!delivery.targets.empty()) {
+    Result<std::unique_ptr<DeliverySchedule>> schedule = DeliverySchedule::Start(ledger, delivery);
+    if (!schedule.ok()) return schedule.status();
+    services.deliveries = std::move(*schedule);
+  }
+  return services;
+}
 
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string config_path, log_level = "info", listen_http, listen_grpc;
@@ -92,11 +116,11 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return kExitUsage;
   }
 
-  // The cost API reads through a connection of its own that cannot write (opened once the
-  // daemon has created or migrated the ledger).
   const Result<bool> serve_costs = CostApiRequested(*app, cost_api);
   if (!serve_costs.ok()) return complain(serve_costs.status().message(), kExitUsage);
   const LedgerFlags ledger_flags = WithConfigDefaults({}, *gpuvpa);
+  const Result<DeliveryConfig> delivery = ParseDeliveryConfig(gpuvpa->delivery_yaml);
+  if (!delivery.ok()) return fail(delivery.status());
   Result<std::unique_ptr<RecommenderDaemon>> daemon =
       RecommenderDaemon::Create(*config, *std::move(gpuvpa));
   if (!daemon.ok()) return fail(daemon.status());
@@ -112,9 +136,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   Result<std::unique_ptr<HttpServer>> http = HttpServer::Start(
       config->listen_http, [&d](const std::string& path) { return d.HandleHttp(path); });
   if (!http.ok()) return fail(http.status());
-  Result<ServedCosts> costs = ServedCosts{};
-  if (*serve_costs && !(costs = ServeCosts(ledger_flags, cost_api)).ok())
-    return fail(costs.status());
+  Result<CostServices> costs =
+      StartCostServices(*serve_costs, ledger_flags, cost_api, *delivery, d.ledger());
+  if (!costs.ok()) return fail(costs.status());
   RecommendationServiceImpl service(d);
   LedgerServiceImpl ledger_service(d.ledger());
   std::vector<grpc::Service*> services = {&service};
@@ -133,7 +157,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       accept_ledger_rows ? ", LedgerService" : "", grpc_server->port, (*http)->port(),
       config->shard_index, config->shard_count);
   out << "gpuvpa-recommender: grpc port " << grpc_server->port << ", http port " << (*http)->port();
-  if (costs->api) out << ", cost API port " << costs->api->port();
+  if (costs->costs.api) out << ", cost API port " << costs->costs.api->port();
   out << std::endl;
   std::thread loop([&d] { d.Run(); });
   const int signal = WaitForStopSignal(stop);

@@ -561,3 +561,40 @@ TEST_P(LedgerTest, AReadOnlyLedgerReadsAndRefusesToWrite) {
 
 }  // namespace
 }  // namespace gpuvpa
+
+namespace gpuvpa {
+namespace {
+
+TEST_P(LedgerTest, ADeliveryIsRecordedOncePerIdAndNeverChanged) {
+  DeliveryRecord d{"delivery/weekly/research/1794182400",
+                   1794184200,
+                   "weekly",
+                   "research",
+                   1793577600,
+                   1794182400,
+                   "delivered",
+                   200};
+  EXPECT_FALSE(*ledger_->HasDelivery(d.delivery_id));
+  EXPECT_TRUE(*ledger_->RecordDelivery(d));
+  EXPECT_FALSE(*ledger_->RecordDelivery(d)) << "a second record of the same id is not new";
+  EXPECT_TRUE(*ledger_->HasDelivery(d.delivery_id));
+  DeliveryRecord bad = d;
+  bad.delivery_id = "delivery/x";
+  bad.outcome = "maybe";
+  EXPECT_EQ(ledger_->RecordDelivery(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(RawExec("UPDATE deliveries SET outcome = 'refused'").find("append-only"),
+            std::string::npos);
+  EXPECT_NE(RawExec("DELETE FROM deliveries").find("append-only"), std::string::npos);
+  Result<std::unique_ptr<Ledger>> reader = Ledger::Open(Path(), {.read_only = true});
+  ASSERT_TRUE(reader.ok());
+  EXPECT_TRUE(*(*reader)->HasDelivery(d.delivery_id));
+  d.delivery_id += "-2";
+  EXPECT_EQ((*reader)->RecordDelivery(d).status().code(), StatusCode::kFailedPrecondition);
+  // Another cluster's ledger keeps its own deliveries.
+  Result<std::unique_ptr<Ledger>> other = Ledger::Open(Path(), {.cluster = "west"});
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(*(*other)->HasDelivery("delivery/weekly/research/1794182400"));
+}
+
+}  // namespace
+}  // namespace gpuvpa

@@ -621,7 +621,7 @@ TEST_F(ManifestRunTest, ThePostgresLedgerOverlayRunsThreeShardsOnOneDatabase) {
         << s.who << ":\n"
         << log;
   }
-  EXPECT_EQ(pg.postgres()->Query("ledger", "SELECT MAX(version) FROM gpuvpa_schema"), "3");
+  EXPECT_EQ(pg.postgres()->Query("ledger", "SELECT MAX(version) FROM gpuvpa_schema"), "4");
   ExpectTheCostApiAnswers(run);
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "test/support/sockets.h"
 
@@ -85,10 +86,26 @@ void ScriptedHttpServer::Serve(int fd) {
     }
     const std::string head = pending.substr(0, end + 4);
     pending.erase(0, end + 4);
+    // A body announced by Content-Length is read (and kept) before answering.
+    size_t length = 0;
+    for (const char* name : {"Content-Length: ", "content-length: "})
+      if (const size_t at = head.find(name); at != std::string::npos)
+        length = std::strtoul(head.c_str() + at + std::strlen(name), nullptr, 10);
+    while (pending.size() < length) {
+      pollfd p{fd, POLLIN, 0};
+      if (stopping_) return;
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      pending.append(buf, static_cast<size_t>(n));
+    }
+    const std::string request_body = pending.substr(0, length);
+    pending.erase(0, length);
     std::string body = body_;
     {
       std::lock_guard<std::mutex> lock(mu_);
       requests_.push_back(head);
+      received_bodies_.push_back(request_body);
       // "GET /target HTTP/1.1": the target starts after the method.
       const size_t space = head.find(' ');
       const std::string target = space == std::string::npos ? "" : head.substr(space + 1);
@@ -109,6 +126,12 @@ void ScriptedHttpServer::Serve(int fd) {
           ::shutdown(fd, SHUT_RDWR);
           return;
         }
+        continue;
+      case HttpBehaviour::kStatus:
+        if (!SendAll(fd, "HTTP/1.1 " + std::to_string(status_.load()) +
+                             " Scripted\r\nContent-Type: text/plain\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n" + body))
+          return;
         continue;
       case HttpBehaviour::kTooManyRequests:
         if (!SendAll(fd,
@@ -145,6 +168,15 @@ void ScriptedHttpServer::Serve(int fd) {
     }
     return;
   }
+}
+
+}  // namespace gpuvpa::testing
+
+namespace gpuvpa::testing {
+
+std::vector<std::string> ScriptedHttpServer::bodies() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return received_bodies_;
 }
 
 }  // namespace gpuvpa::testing

@@ -19,6 +19,7 @@ enum class HttpBehaviour {
   kSlowloris,        // the status line one byte every 50 ms, forever
   kSilent,           // accepts, reads the request, never answers
   kTooManyRequests,  // 429 with Retry-After: 0 and the body, keep-alive
+  kStatus,           // set_status()'s code with the body, keep-alive (a webhook receiver)
 };
 
 class ScriptedHttpServer {
@@ -32,6 +33,9 @@ class ScriptedHttpServer {
   int port() const { return port_; }
   std::string url() const;  // http://127.0.0.1:PORT or http://[::1]:PORT
   void set_behaviour(HttpBehaviour b) { behaviour_ = b; }
+  void set_status(int code) { status_ = code; }
+  // Request bodies (read by Content-Length), in arrival order.
+  std::vector<std::string> bodies() const;
   // kOk answers a request whose target starts with `target_prefix` (e.g. "/api/v1/query_range")
   // with `body` instead of the default one; the longest matching prefix wins.
   void SetBodyFor(const std::string& target_prefix, std::string body);
@@ -42,6 +46,8 @@ class ScriptedHttpServer {
   void Serve(int fd);
 
   std::atomic<HttpBehaviour> behaviour_;
+  std::atomic<int> status_{200};
+  std::vector<std::string> received_bodies_;  // under mu_
   const std::string body_;
   std::vector<std::pair<std::string, std::string>> bodies_;  // target prefix -> body, under mu_
   const bool ipv6_;
