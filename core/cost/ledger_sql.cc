@@ -152,12 +152,14 @@ ShowbackSql ShowbackQueries(ShowbackGroup group_by, int64_t step_origin, int64_t
               std::string(ActionKindName(ActionKind::kMeteredPeriod)) + "' AND " + kInWindow;
   // One pass over the rows, summed by the builder: a database would sort millions of rows for
   // GROUP BY.
-  q.scan = "SELECT " + group +
+  // kAllocation's group text is put together by the builder from the columns: concatenating
+  // in SQL cost an allocation per row.
+  q.scan = "SELECT " + (group_by == ShowbackGroup::kAllocation ? std::string("''") : group) +
            ", kind, status, usage_measured, allocated_milli_gpu_s, allocated_micro_usd, "
            "used_vram_micro_usd, used_sm_micro_usd, monthly_before_micro_usd, "
            "monthly_after_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd, "
-           "period_start_s, period_end_s, action_id, cluster, namespace, workload, time_s "
-           "FROM actions WHERE " +
+           "period_start_s, period_end_s, action_id, cluster, namespace, workload, time_s, "
+           "cost_center, gpu_model, before FROM actions WHERE " +
            kInWindow;
   // Rows in the window have time_s >= step_origin: the step number is never negative.
   const std::string step =
@@ -255,15 +257,21 @@ Status ShowbackBuilder::AddScanned(const ScanRow& in) {
       .append(in.namespace_name)
       .append("\x1f")
       .append(in.workload);
+  std::string_view group = in.group;
+  if (query_.group_by == ShowbackGroup::kAllocation) {
+    group_key_.assign(key_).append("\x1f").append(in.cost_center).append("\x1f");
+    group_key_.append(in.gpu_model).append("\x1f").append(in.before);
+    group = group_key_;
+  }
   for (size_t k = first; k <= last; ++k) {
     Step& step = steps_[k];
     // The share of the row's period inside the step's window.
     const int64_t whole = end > start ? end - start : 1;
     const int64_t part = end > start ? std::min(end, step.to) - std::max(start, step.from) : 1;
     if (part <= 0) continue;
-    auto it = step.groups.find(in.group);
+    auto it = step.groups.find(group);
     if (it == step.groups.end())
-      it = step.groups.emplace(std::string(in.group), ShowbackRow{std::string(in.group)}).first;
+      it = step.groups.emplace(std::string(group), ShowbackRow{std::string(group)}).first;
     auto prorated = [&](int64_t amount) { return Prorate(amount, part, whole); };
     ShowbackRow r;
     r.allocated_gpu_time = prorated(in.allocated_gpu_time);

@@ -141,6 +141,7 @@ std::string GroupColumn(ShowbackGroup group_by);
 // One row of the scan, as a backend reads it.
 struct ScanRow {
   std::string_view group, kind, status, action_id, cluster, namespace_name, workload;
+  std::string_view cost_center, gpu_model, before;
   bool usage_measured = false;
   int64_t allocated_gpu_time = 0, allocated = 0, used_vram = 0, used_sm = 0;
   int64_t monthly_before = 0, monthly_after = 0;
@@ -171,6 +172,9 @@ ScanRow ReadScanRow(Text&& text, Int&& int64) {
   r.namespace_name = text(17);
   r.workload = text(18);
   r.time_s = int64(19);
+  r.cost_center = text(20);
+  r.gpu_model = text(21);
+  r.before = text(22);
   return r;
 }
 
@@ -214,7 +218,8 @@ class ShowbackBuilder {
   int64_t to_;
   int64_t step_;
   std::vector<Step> steps_;
-  std::string key_;  // reused for metered-workload lookups
+  std::string key_;        // reused for metered-workload lookups
+  std::string group_key_;  // reused for kAllocation's group text
 };
 
 }  // namespace gpuvpa::ledger_sql
