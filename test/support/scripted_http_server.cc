@@ -73,32 +73,29 @@ void ScriptedHttpServer::SetBodyFor(const std::string& target_prefix, std::strin
 void ScriptedHttpServer::Serve(int fd) {
   std::string pending;
   char buf[4096];
-  while (!stopping_) {
-    // Read one request head (bodies are not expected by these tests).
-    size_t end;
-    while ((end = pending.find("\r\n\r\n")) == std::string::npos) {
+  // Reads until `enough` holds for `pending`; false when the peer left or the server stops.
+  auto read_until = [&](auto&& enough) {
+    while (!enough()) {
       pollfd p{fd, POLLIN, 0};
-      if (stopping_) return;
+      if (stopping_) return false;
       if (::poll(&p, 1, 50) <= 0) continue;
       const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) return;
+      if (n <= 0) return false;
       pending.append(buf, static_cast<size_t>(n));
     }
+    return true;
+  };
+  while (!stopping_) {
+    // One request head, then the body its Content-Length announces (kept for bodies()).
+    if (!read_until([&] { return pending.find("\r\n\r\n") != std::string::npos; })) return;
+    const size_t end = pending.find("\r\n\r\n");
     const std::string head = pending.substr(0, end + 4);
     pending.erase(0, end + 4);
-    // A body announced by Content-Length is read (and kept) before answering.
     size_t length = 0;
     for (const char* name : {"Content-Length: ", "content-length: "})
       if (const size_t at = head.find(name); at != std::string::npos)
         length = std::strtoul(head.c_str() + at + std::strlen(name), nullptr, 10);
-    while (pending.size() < length) {
-      pollfd p{fd, POLLIN, 0};
-      if (stopping_) return;
-      if (::poll(&p, 1, 50) <= 0) continue;
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) return;
-      pending.append(buf, static_cast<size_t>(n));
-    }
+    if (!read_until([&] { return pending.size() >= length; })) return;
     const std::string request_body = pending.substr(0, length);
     pending.erase(0, length);
     std::string body = body_;
