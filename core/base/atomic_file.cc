@@ -1,4 +1,4 @@
-// POSIX implementation of atomic file replacement.
+// POSIX implementation of atomic file replacement, and the file readers beside it.
 #include "core/base/atomic_file.h"
 
 #include <fcntl.h>
@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <limits>
+
+#include "core/base/names.h"
 
 namespace gpuvpa {
 namespace {
@@ -89,6 +92,17 @@ Result<std::string> ReadFilePrefix(const std::string& path, size_t max_bytes) {
 bool FileExists(const std::string& path) {
   struct stat sb {};
   return ::stat(path.c_str(), &sb) == 0;
+}
+
+Result<std::string> ReadFirstLine(const std::string& path, std::string_view what) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(std::string(what) + " " + QuoteForError(path) + " cannot be read");
+  std::string line;
+  std::getline(in, line);
+  const size_t first = line.find_first_not_of(" \t\r");
+  if (first == std::string::npos)
+    return InvalidArgumentError(std::string(what) + " " + QuoteForError(path) + " is empty");
+  return line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
 }
 
 }  // namespace gpuvpa

@@ -18,6 +18,11 @@ Result<std::string> ReadWholeFile(const std::string& path);
 // without holding the whole file.
 Result<std::string> ReadFilePrefix(const std::string& path, size_t max_bytes);
 
+// The one value a small file holds (a URL or a token from a mounted Secret): its first line
+// without surrounding spaces, tabs or line end. NOT_FOUND ("<what> \"<path>\" cannot be read")
+// or INVALID_ARGUMENT ("... is empty"); the value itself is never in an error.
+Result<std::string> ReadFirstLine(const std::string& path, std::string_view what);
+
 bool FileExists(const std::string& path);
 
 }  // namespace gpuvpa

@@ -2,9 +2,9 @@
 #include "core/cost/cost_api.h"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
+#include "core/base/atomic_file.h"
 #include "core/base/time_format.h"
 #include "core/cost/allocation.h"
 #include "core/cost/focus.h"
@@ -37,17 +37,12 @@ HttpServerResponse Error(int code, const std::string& message) {
   return {code, kJson, AllocationErrorBody(code, message) + "\n"};
 }
 
+// A token file that cannot be read is a start-up usage error, as an empty one is.
 Result<std::string> ReadToken(const std::string& path) {
   if (path.empty()) return InvalidArgumentError("the cost API needs a token file");
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line))
-    return InvalidArgumentError("token file \"" + path + "\" cannot be read");
-  const size_t first = line.find_first_not_of(" \t\r\n");
-  const size_t last = line.find_last_not_of(" \t\r\n");
-  if (first == std::string::npos)
-    return InvalidArgumentError("token file \"" + path + "\" is empty");
-  return line.substr(first, last - first + 1);
+  Result<std::string> token = ReadFirstLine(path, "token file");
+  if (!token.ok()) return InvalidArgumentError(token.status().message());
+  return token;
 }
 
 }  // namespace

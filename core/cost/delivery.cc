@@ -8,10 +8,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/base/atomic_file.h"
 #include "core/base/names.h"
 #include "core/base/time_format.h"
 #include "core/base/yaml_fields.h"
@@ -257,11 +257,10 @@ Deliverer::~Deliverer() = default;
 Result<std::unique_ptr<Deliverer>> Deliverer::Create(Ledger& ledger, DeliveryConfig config) {
   std::unique_ptr<Deliverer> d(new Deliverer(ledger, std::move(config)));
   for (const DeliveryTarget& t : d->config_.targets) {
-    const std::string what = "delivery target " + t.name + ": URL file " + t.url_file;
-    std::ifstream in(t.url_file);
-    std::string url;
-    if (!in || !std::getline(in, url)) return InvalidArgumentError(what + " cannot be read");
-    while (!url.empty() && (url.back() == '\r' || url.back() == ' ')) url.pop_back();
+    const std::string what = "delivery target " + t.name + ": URL file";
+    Result<std::string> read = ReadFirstLine(t.url_file, what);
+    if (!read.ok()) return InvalidArgumentError(read.status().message());
+    const std::string url = std::move(read).value();
     const size_t scheme = url.find("://");
     const size_t path = scheme == std::string::npos ? std::string::npos : url.find('/', scheme + 3);
     auto client = std::make_unique<Client>();
@@ -274,7 +273,9 @@ Result<std::unique_ptr<Deliverer>> Deliverer::Create(Ledger& ledger, DeliveryCon
         scheme == std::string::npos ? Result<std::shared_ptr<HttpClient>>(InvalidArgumentError(""))
                                     : HttpClient::Create(options);
     // The URL itself is a secret (Slack's holds the token): the error names the file only.
-    if (!http.ok()) return InvalidArgumentError(what + " does not hold an http(s) URL");
+    if (!http.ok())
+      return InvalidArgumentError(what + " " + QuoteForError(t.url_file) +
+                                  " does not hold an http(s) URL");
     client->http = *http;
     d->clients_.push_back(std::move(client));
   }

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <fstream>
 #include <tuple>
 
+#include "core/base/atomic_file.h"
 #include "core/base/names.h"
 #include "core/cost/ledger_sql.h"
 
@@ -133,17 +133,7 @@ std::string RedactLedgerUrl(std::string_view url) {
 }
 
 Result<std::string> ReadLedgerUrlFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError("ledger URL file " + QuoteForError(path) + " cannot be read");
-  std::string line;
-  std::getline(in, line);
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
-    line.pop_back();
-  const size_t first = line.find_first_not_of(" \t");
-  line = first == std::string::npos ? "" : line.substr(first);
-  if (line.empty())
-    return InvalidArgumentError("ledger URL file " + QuoteForError(path) + " is empty");
-  return line;
+  return ReadFirstLine(path, "ledger URL file");
 }
 
 Result<std::unique_ptr<Ledger>> Ledger::Open(const std::string& url, const LedgerOptions& options) {
