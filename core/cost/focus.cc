@@ -33,17 +33,6 @@ std::string GpuHoursDecimal(int64_t milli_gpu_seconds) {
 
 }  // namespace
 
-std::string MicroUsdDecimal(int64_t micro) {
-  const bool negative = micro < 0;
-  const uint64_t magnitude =
-      negative ? static_cast<uint64_t>(-(micro + 1)) + 1 : static_cast<uint64_t>(micro);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%s%llu.%06llu", negative ? "-" : "",
-                static_cast<unsigned long long>(magnitude / 1'000'000),
-                static_cast<unsigned long long>(magnitude % 1'000'000));
-  return buf;
-}
-
 const std::vector<FocusColumn>& FocusColumns() {
   using T = FocusType;
   static const std::vector<FocusColumn> kColumns = {

@@ -26,7 +26,4 @@ const std::vector<FocusColumn>& FocusColumns();
 // Rows with no GPU time and no cost are left out. Money exact to the micro-dollar.
 Result<std::string> FocusCsv(const std::vector<Showback>& periods);
 
-// Micro-dollars as a decimal with six places ("12.345678", "-0.000001").
-std::string MicroUsdDecimal(int64_t micro);
-
 }  // namespace gpuvpa

@@ -46,6 +46,17 @@ Status CheckedAdd(int64_t& sum, int64_t add, std::string_view what) {
   return OkStatus();
 }
 
+std::string MicroUsdDecimal(MicroUsd micro) {
+  const bool negative = micro < 0;
+  const uint64_t magnitude =
+      negative ? static_cast<uint64_t>(-(micro + 1)) + 1 : static_cast<uint64_t>(micro);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s%llu.%06llu", negative ? "-" : "",
+                static_cast<unsigned long long>(magnitude / 1'000'000),
+                static_cast<unsigned long long>(magnitude % 1'000'000));
+  return buf;
+}
+
 std::string FormatUsd(MicroUsd micro) {
   const bool negative = micro < 0;
   // |INT64_MIN| does not fit: work on the unsigned magnitude.

@@ -40,5 +40,7 @@ Status CheckedAdd(int64_t& sum, int64_t add, std::string_view what);
 
 // "$1,927.20"
 std::string FormatUsd(MicroUsd micro);
+// Dollars with six places, exact ("1927.203456", "-0.000001"): what files for machines carry.
+std::string MicroUsdDecimal(MicroUsd micro);
 
 }  // namespace gpuvpa

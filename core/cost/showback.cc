@@ -68,9 +68,7 @@ std::string Cell(const Column& c, const ShowbackRow& r, bool plain) {
     std::snprintf(buf, sizeof buf, "%.3f", MilliGpuSecondsToGpuHours(v));
     return buf;
   }
-  if (!plain) return FormatUsd(v);
-  std::snprintf(buf, sizeof buf, "%.6f", MicroToUsd(v));
-  return buf;
+  return plain ? MicroUsdDecimal(v) : FormatUsd(v);
 }
 
 std::vector<const ShowbackRow*> AllRows(const Showback& s) {
