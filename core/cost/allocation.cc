@@ -147,9 +147,13 @@ struct Allocation {
   bool first = true;
 };
 
+// The MIG profile of a parsed resource text ("nvidia.com/mig-3g.40gb=1" -> "3g.40gb"), or "".
+std::string MigProfileOf(const Result<GpuAllocation>& held) {
+  return held.ok() && held->kind == AllocationKind::kMigInstance ? held->mig_profile : "";
+}
+
 // The value of `by` for one finest group; kUnallocated where the ledger does not know it.
-std::string ValueOf(const AggregateBy& by, const AllocationGroup& g, const AllocationNames& n,
-                    const std::string& mig_profile) {
+std::string ValueOf(const AggregateBy& by, const AllocationGroup& g, const AllocationNames& n) {
   auto known = [](std::string_view v) {
     return v.empty() ? std::string(kUnallocated) : std::string(v);
   };
@@ -169,19 +173,13 @@ std::string ValueOf(const AggregateBy& by, const AllocationGroup& g, const Alloc
     case AllocationProperty::kGpuModel:
       return known(g.gpu_model);
     case AllocationProperty::kMigProfile:
-      return known(mig_profile);
+      return known(MigProfileOf(ParseGpuAllocation(g.resource)));
     case AllocationProperty::kPod:    // the ledger charges workloads, not pods
     case AllocationProperty::kLabel:  // nor does it keep labels or annotations
     case AllocationProperty::kAnnotation:
       break;
   }
   return std::string(kUnallocated);
-}
-
-// The MIG profile a resource text names ("nvidia.com/mig-3g.40gb=1" -> "3g.40gb"), or "".
-std::string MigProfileOf(std::string_view resource) {
-  Result<GpuAllocation> a = ParseGpuAllocation(resource);
-  return a.ok() && a->kind == AllocationKind::kMigInstance ? a->mig_profile : "";
 }
 
 double Rounded(double x) {
@@ -253,8 +251,8 @@ nlohmann::json AllocationJson(const std::string& name, const Allocation& a, int6
   j["gpuCost"] = Rounded(MicroToUsd(r.billed));
   j["gpuCostIdle"] = Rounded(measured ? MicroToUsd(std::max<MicroUsd>(r.idle_tax_vram, 0)) : 0);
   j["gpuEfficiency"] = Rounded(efficiency);
-  const std::string mig = MigProfileOf(a.resource);
-  Result<GpuAllocation> held = ParseGpuAllocation(a.resource);
+  const Result<GpuAllocation> held = ParseGpuAllocation(a.resource);
+  const std::string mig = MigProfileOf(held);
   const bool shared = held.ok() && (held->kind == AllocationKind::kSharedReplica ||
                                     held->kind == AllocationKind::kMilliGpu);
   nlohmann::json gpu = {
@@ -332,7 +330,6 @@ Result<nlohmann::json> StepJson(const Showback& step, const AllocationRequest& r
     Result<AllocationGroup> g = ParseAllocationGroup(row.group);
     if (!g.ok()) return g.status();
     const AllocationNames n = SplitWorkload(g->workload);
-    const std::string mig = MigProfileOf(g->resource);
     std::string name;
     if (request.aggregate.empty()) {
       // OpenCost's unaggregated name is cluster/node/namespace/pod/container; the ledger's
@@ -344,7 +341,7 @@ Result<nlohmann::json> StepJson(const Showback& step, const AllocationRequest& r
                 (part.empty() ? std::string(kUnallocated) : std::string(part));
     } else {
       for (const AggregateBy& by : request.aggregate)
-        name += (name.empty() ? "" : "/") + ValueOf(by, *g, n, mig);
+        name += (name.empty() ? "" : "/") + ValueOf(by, *g, n);
     }
     GPUVPA_RETURN_IF_ERROR(AddAllocation(by_name[name], row, *g, n));
   }
@@ -474,7 +471,7 @@ Result<AllocationRequest> ParseAllocationRequest(std::string_view query_string, 
   return request;
 }
 
-Result<std::string> AllocationResponse(const Ledger& ledger, const AllocationRequest& request) {
+ShowbackQuery AllocationShowbackQuery(const AllocationRequest& request) {
   ShowbackQuery query;
   query.group_by = ShowbackGroup::kAllocation;
   query.from_s = request.from_s;
@@ -482,7 +479,11 @@ Result<std::string> AllocationResponse(const Ledger& ledger, const AllocationReq
   // Accumulated: one showback over the whole window, so that it equals `gpuvpa showback` for
   // that window to the micro-dollar (a sum of prorated steps may differ in rounding).
   if (!request.accumulate) query.step_s = request.step_s;
-  Result<std::vector<Showback>> steps = ledger.QueryShowbackSteps(query);
+  return query;
+}
+
+Result<std::string> AllocationResponse(const Ledger& ledger, const AllocationRequest& request) {
+  Result<std::vector<Showback>> steps = ledger.QueryShowbackSteps(AllocationShowbackQuery(request));
   if (!steps.ok()) return steps.status();
   nlohmann::json data = nlohmann::json::array();
   for (const Showback& step : *steps) {

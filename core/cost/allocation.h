@@ -59,6 +59,10 @@ Result<int64_t> ParseAllocationStep(std::string_view text);
 // required. Errors are INVALID_ARGUMENT naming the parameter and the value.
 Result<AllocationRequest> ParseAllocationRequest(std::string_view query_string, int64_t now_s);
 
+// The ledger query a request asks (grouped by allocation; its steps, or one window when
+// accumulating): what /allocation and /focus both read.
+ShowbackQuery AllocationShowbackQuery(const AllocationRequest& request);
+
 // OpenCost's success envelope {"code":200,"status":"success","data":[{name: allocation}, ...]},
 // one map per step (one when accumulating). NaN and infinities are never written.
 Result<std::string> AllocationResponse(const Ledger& ledger, const AllocationRequest& request);

@@ -78,12 +78,8 @@ HttpServerResponse CostApi::Handle(const HttpServerRequest& request) const {
     if (!body.ok()) return Error(HttpStatusOf(body.status()), body.status().message());
     return {200, kJson, *body + "\n"};
   }
-  ShowbackQuery query;
-  query.group_by = ShowbackGroup::kAllocation;
-  query.from_s = parsed->from_s;
-  query.to_s = parsed->to_s;
-  query.step_s = parsed->accumulate ? std::nullopt : parsed->step_s;
-  Result<std::vector<Showback>> periods = ledger_.QueryShowbackSteps(query);
+  Result<std::vector<Showback>> periods =
+      ledger_.QueryShowbackSteps(AllocationShowbackQuery(*parsed));
   if (!periods.ok()) return Error(HttpStatusOf(periods.status()), periods.status().message());
   Result<std::string> csv = FocusCsv(*periods);
   if (!csv.ok()) return Error(HttpStatusOf(csv.status()), csv.status().message());
