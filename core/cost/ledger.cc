@@ -159,10 +159,15 @@ Result<Showback> Ledger::QueryShowback(const ShowbackQuery& query) const {
 }
 
 std::string AllocationGroupText(const AllocationGroup& g) {
-  std::string out(g.cluster);
+  std::string out;
+  AssignAllocationGroupText(g, out);
+  return out;
+}
+
+void AssignAllocationGroupText(const AllocationGroup& g, std::string& out) {
+  out.assign(g.cluster);
   for (std::string_view f : {g.namespace_name, g.workload, g.cost_center, g.gpu_model, g.resource})
     out.append(1, '\x1f').append(f);
-  return out;
 }
 
 Result<AllocationGroup> ParseAllocationGroup(std::string_view text) {

@@ -89,6 +89,8 @@ struct AllocationGroup {
 };
 // The fields joined by \x1f (a control character: no ledger text holds one).
 std::string AllocationGroupText(const AllocationGroup& g);
+// The same text into `out` (its buffer reused: showback builds one per scanned row).
+void AssignAllocationGroupText(const AllocationGroup& g, std::string& out);
 Result<AllocationGroup> ParseAllocationGroup(std::string_view text);
 
 // A window keeps the part of each row's period inside it: GPU time and money are prorated by

@@ -259,8 +259,9 @@ Status ShowbackBuilder::AddScanned(const ScanRow& in) {
       .append(in.workload);
   std::string_view group = in.group;
   if (query_.group_by == ShowbackGroup::kAllocation) {
-    group_key_.assign(key_).append("\x1f").append(in.cost_center).append("\x1f");
-    group_key_.append(in.gpu_model).append("\x1f").append(in.before);
+    AssignAllocationGroupText(
+        {in.cluster, in.namespace_name, in.workload, in.cost_center, in.gpu_model, in.before},
+        group_key_);
     group = group_key_;
   }
   for (size_t k = first; k <= last; ++k) {
@@ -327,11 +328,8 @@ Result<std::vector<Showback>> ShowbackBuilder::Finish() && {
     // Integer sums: the total of the groups is exact, and every row belongs to exactly one
     // group (the grouping columns are NOT NULL).
     s.total.group = "TOTAL";
-    for (const ShowbackRow& r : s.groups) {
-      GPUVPA_RETURN_IF_ERROR(AddRow(s.total, r, [&] { return "group " + QuoteForError(r.group); }));
-      s.total.usage_measured |= r.usage_measured;
-      s.total.usage_unmeasured |= r.usage_unmeasured;
-    }
+    for (const ShowbackRow& r : s.groups)
+      GPUVPA_RETURN_IF_ERROR(AddShowbackRow(s.total, r, "group " + QuoteForError(r.group)));
   }
   return out;
 }
