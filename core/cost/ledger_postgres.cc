@@ -156,6 +156,13 @@ std::string_view Text(const PGresult* r, int row, int column) {
   return {PQgetvalue(r, row, column), static_cast<size_t>(PQgetlength(r, row, column))};
 }
 
+// Row `row` of a result, its kRowColumns from column `first`.
+Result<LedgerAction> ActionAt(const PGresult* r, int row, int first) {
+  return ReadRow(
+      first, [&](int i) { return std::string(Text(r, row, i)); },
+      [&](int i) { return Int64(r, row, i); });
+}
+
 class PostgresLedger final : public Ledger {
  public:
   PostgresLedger(std::string uri, const LedgerOptions& options)
@@ -547,9 +554,7 @@ Result<Ledger::Page> PostgresLedger::ReadRows(int64_t after_seq, size_t limit) c
   Page page;
   page.last_seq = after_seq;
   for (int row = 0; row < PQntuples(r->get()); ++row) {
-    Result<LedgerAction> a = ReadRow(
-        1, [&](int i) { return std::string(Text(r->get(), row, i)); },
-        [&](int i) { return Int64(r->get(), row, i); });
+    Result<LedgerAction> a = ActionAt(r->get(), row, 1);
     if (!a.ok())
       return DataLossError("ledger " + shown_ + ": row " + std::to_string(Int64(r->get(), row, 0)) +
                            ": " + a.status().message());
@@ -570,9 +575,7 @@ Result<std::vector<LedgerAction>> PostgresLedger::LatestProposals(int64_t from_s
   if (!r.ok()) return r.status();
   std::vector<LedgerAction> out;
   for (int row = 0; row < PQntuples(r->get()); ++row) {
-    Result<LedgerAction> a = ReadRow(
-        0, [&](int i) { return std::string(Text(r->get(), row, i)); },
-        [&](int i) { return Int64(r->get(), row, i); });
+    Result<LedgerAction> a = ActionAt(r->get(), row, 0);
     if (!a.ok()) return DataLossError("ledger " + shown_ + ": " + a.status().message());
     out.push_back(std::move(a).value());
   }

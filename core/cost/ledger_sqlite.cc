@@ -164,6 +164,13 @@ std::string_view ColumnView(sqlite3_stmt* s, int i) {
                           static_cast<size_t>(sqlite3_column_bytes(s, i)));
 }
 
+// The row at the statement's cursor, its kRowColumns from column `first`.
+Result<LedgerAction> ActionAt(sqlite3_stmt* s, int first) {
+  return ReadRow(
+      first, [&](int i) { return std::string(ColumnView(s, i)); },
+      [&](int i) { return sqlite3_column_int64(s, i); });
+}
+
 class SqliteLedger final : public Ledger {
  public:
   SqliteLedger(sqlite3* db, std::string path, const LedgerOptions& options)
@@ -403,9 +410,7 @@ Result<Ledger::Page> SqliteLedger::ReadRows(int64_t after_seq, size_t limit) con
   page.last_seq = after_seq;
   int rc;
   while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
-    Result<LedgerAction> row = ReadRow(
-        1, [&](int i) { return std::string(ColumnView(s.get(), i)); },
-        [&](int i) { return sqlite3_column_int64(s.get(), i); });
+    Result<LedgerAction> row = ActionAt(s.get(), 1);
     if (!row.ok())
       return DataLossError("ledger " + path_ + ": row " +
                            std::to_string(sqlite3_column_int64(s.get(), 0)) + ": " +
@@ -428,9 +433,7 @@ Result<std::vector<LedgerAction>> SqliteLedger::LatestProposals(int64_t from_s,
   std::vector<LedgerAction> out;
   int rc;
   while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
-    Result<LedgerAction> row = ReadRow(
-        0, [&](int i) { return std::string(ColumnView(s.get(), i)); },
-        [&](int i) { return sqlite3_column_int64(s.get(), i); });
+    Result<LedgerAction> row = ActionAt(s.get(), 0);
     if (!row.ok()) return DataLossError("ledger " + path_ + ": " + row.status().message());
     out.push_back(std::move(row).value());
   }
