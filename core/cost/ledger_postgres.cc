@@ -207,6 +207,8 @@ class PostgresLedger final : public Ledger {
   // Opens the connection when there is none or it broke. UNAVAILABLE when the server cannot be
   // reached.
   Status Connect() const;
+  // Whether `sql` ($1 this ledger's cluster, $2 `id`) finds a row.
+  Result<bool> Exists(const char* sql, std::string_view id, const std::string& what) const;
   // Runs `sql` with `params`; a failed statement is an error naming `what` (UNAVAILABLE when the
   // connection is gone, ABORTED for a serialization failure or deadlock).
   Result<PgResult> Run(const std::string& sql, const Params& params, const std::string& what) const;
@@ -532,12 +534,16 @@ Result<int64_t> PostgresLedger::CountRows() const {
 }
 
 Result<bool> PostgresLedger::Contains(std::string_view action_id) const {
+  return Exists("SELECT 1 FROM actions WHERE cluster = $1 AND action_id = $2", action_id, "lookup");
+}
+
+Result<bool> PostgresLedger::Exists(const char* sql, std::string_view id,
+                                    const std::string& what) const {
   std::lock_guard<std::mutex> lock(mu_);
   Params p;
   p.Add(std::string_view(options().cluster));
-  p.Add(action_id);
-  Result<PgResult> r =
-      Run("SELECT 1 FROM actions WHERE cluster = $1 AND action_id = $2", p, "lookup");
+  p.Add(id);
+  Result<PgResult> r = Run(sql, p, what);
   if (!r.ok()) return r.status();
   return PQntuples(r->get()) > 0;
 }
@@ -602,14 +608,8 @@ Result<bool> PostgresLedger::RecordDelivery(const DeliveryRecord& d) {
 }
 
 Result<bool> PostgresLedger::HasDelivery(std::string_view delivery_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  Params p;
-  p.Add(std::string_view(options().cluster));
-  p.Add(delivery_id);
-  Result<PgResult> r =
-      Run("SELECT 1 FROM deliveries WHERE cluster = $1 AND delivery_id = $2", p, "delivery lookup");
-  if (!r.ok()) return r.status();
-  return PQntuples(r->get()) > 0;
+  return Exists("SELECT 1 FROM deliveries WHERE cluster = $1 AND delivery_id = $2", delivery_id,
+                "delivery lookup");
 }
 
 Result<std::string> PostgresLedger::IntegrityCheck() const {

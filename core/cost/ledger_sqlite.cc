@@ -198,6 +198,8 @@ class SqliteLedger final : public Ledger {
 
  private:
   Status Exec(const std::string& sql) const;
+  // Whether `sql` ($1 this ledger's cluster, $2 `id`) finds a row.
+  Result<bool> Exists(const char* sql, std::string_view id, const std::string& what) const;
   Status Migrate();
   Status Error(const std::string& what) const;
   Status Rollback(Status s) const {
@@ -388,13 +390,18 @@ Result<int64_t> SqliteLedger::CountRows() const {
 }
 
 Result<bool> SqliteLedger::Contains(std::string_view action_id) const {
+  return Exists("SELECT 1 FROM actions WHERE cluster = $1 AND action_id = $2", action_id, "lookup");
+}
+
+Result<bool> SqliteLedger::Exists(const char* sql, std::string_view id,
+                                  const std::string& what) const {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT 1 FROM actions WHERE cluster = $1 AND action_id = $2");
-  if (!s.ok()) return Error("prepare lookup");
+  Statement s(db_, sql);
+  if (!s.ok()) return Error("prepare " + what);
   s.Bind(1, std::string_view(options().cluster));
-  s.Bind(2, action_id);
+  s.Bind(2, id);
   const int rc = sqlite3_step(s.get());
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("lookup");
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error(what);
   return rc == SQLITE_ROW;
 }
 
@@ -461,14 +468,8 @@ Result<bool> SqliteLedger::RecordDelivery(const DeliveryRecord& d) {
 }
 
 Result<bool> SqliteLedger::HasDelivery(std::string_view delivery_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT 1 FROM deliveries WHERE cluster = $1 AND delivery_id = $2");
-  if (!s.ok()) return Error("prepare delivery lookup");
-  s.Bind(1, std::string_view(options().cluster));
-  s.Bind(2, delivery_id);
-  const int rc = sqlite3_step(s.get());
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("delivery lookup");
-  return rc == SQLITE_ROW;
+  return Exists("SELECT 1 FROM deliveries WHERE cluster = $1 AND delivery_id = $2", delivery_id,
+                "delivery lookup");
 }
 
 Result<std::vector<std::vector<std::string>>> SqliteLedger::QueryText(
