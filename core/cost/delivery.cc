@@ -320,6 +320,27 @@ bool Deliverer::Wait(double seconds) {
   return !stopped_;
 }
 
+int Deliverer::Post(const std::string& target, const Client& client, const std::string& id,
+                    const std::string& body) {
+  double backoff = config_.backoff_initial_s;
+  for (int attempt = 1; attempt <= config_.max_attempts; ++attempt) {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(config_.timeout_s * 1000));
+    Result<HttpResponse> r =
+        client.http->Send("POST", client.target, body, "application/json", deadline);
+    if (r.ok() && r->status < 500 && r->status != 429) return r->status;  // no retry changes it
+    std::string why = r.ok() ? "HTTP " + std::to_string(r->status) : r.status().message();
+    for (const std::string& secret : {client.url, client.target})
+      for (size_t p = why.find(secret); !secret.empty() && p != std::string::npos;
+           p = why.find(secret))
+        why.replace(p, secret.size(), "<webhook of " + target + ">");
+    spdlog::warn("delivery {}: attempt {} of {}: {}", id, attempt, config_.max_attempts, why);
+    if (attempt == config_.max_attempts || !Wait(backoff)) break;
+    backoff = std::min(backoff * 2, 60.0);
+  }
+  return 0;
+}
+
 Deliverer::Outcome Deliverer::RunDue(int64_t now_s) {
   Outcome outcome;
   for (size_t i = 0; i < config_.targets.size(); ++i) {
@@ -349,26 +370,7 @@ Deliverer::Outcome Deliverer::RunDue(int64_t now_s) {
       const std::string body = t.format == DeliveryTarget::Format::kSlack
                                    ? SlackDeliveryPayload(s, config_.report_url)
                                    : JsonDeliveryPayload(s, config_.report_url, id);
-      int status = 0;
-      double backoff = config_.backoff_initial_s;
-      for (int attempt = 1; attempt <= config_.max_attempts; ++attempt) {
-        const auto deadline =
-            std::chrono::steady_clock::now() +
-            std::chrono::milliseconds(static_cast<int64_t>(config_.timeout_s * 1000));
-        Result<HttpResponse> r =
-            client.http->Send("POST", client.target, body, "application/json", deadline);
-        status = r.ok() ? r->status : 0;
-        if (r.ok() && (status < 500 && status != 429)) break;  // an answer no retry changes
-        std::string why = r.ok() ? "HTTP " + std::to_string(status) : r.status().message();
-        for (const std::string& secret : {client.url, client.target})
-          for (size_t p = why.find(secret); !secret.empty() && p != std::string::npos;
-               p = why.find(secret))
-            why.replace(p, secret.size(), "<webhook of " + t.name + ">");
-        spdlog::warn("delivery {}: attempt {} of {}: {}", id, attempt, config_.max_attempts, why);
-        status = 0;
-        if (attempt == config_.max_attempts || !Wait(backoff)) break;
-        backoff = std::min(backoff * 2, 60.0);
-      }
+      const int status = Post(t.name, client, id, body);
       if (status == 0) {
         ++outcome.failed;
         continue;

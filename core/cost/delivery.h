@@ -98,6 +98,10 @@ class Deliverer {
 
  private:
   Deliverer(Ledger& ledger, DeliveryConfig config);
+  // POSTs `body` to the target, retrying 5xx, 429 and network errors with backoff: the status
+  // of the answer no retry changes, or 0 when the attempts ran out (or Stop() came).
+  int Post(const std::string& target, const Client& client, const std::string& id,
+           const std::string& body);
   // Sleeps `seconds` unless stopped; false once stopped.
   bool Wait(double seconds);
   Ledger& ledger_;
