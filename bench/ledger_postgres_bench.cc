@@ -16,6 +16,8 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "bench/ledger_rows.h"
@@ -140,23 +142,34 @@ int Main(int argc, char** argv) {
   server.Query("showback", "VACUUM ANALYZE actions");
   std::printf("filled %lld rows server-side in %.1f s\n", static_cast<long long>(showback_rows),
               Seconds(fill));
-  // psql runs the three queries of a whole-history showback by cost center, parameters inlined.
-  const ledger_sql::ShowbackSql sql =
-      ledger_sql::ShowbackQueries(ShowbackGroup::kCostCenter, 0, INT64_MAX);
-  auto inline_params = [](std::string q) {
-    for (const auto& [from, to] :
-         {std::pair<std::string, std::string>{"$1", "-9223372036854775808"},
-          {"$2", "9223372036854775807"},
-          {"$3", "''"}})
-      for (size_t p = q.find(from); p != std::string::npos; p = q.find(from, p + to.size()))
-        q.replace(p, from.size(), to);
-    return q;
-  };
+  // psql runs the queries of a whole-history showback by cost center (the plan QueryShowback
+  // runs: daily totals and the rows that cross midnight), parameters inlined.
+  const ledger_sql::ShowbackPlan plan =
+      std::move(ledger_sql::ShowbackBuilder::Start({})).value().Plan();
   const std::string script_path = "/tmp/gpuvpa-showback-bench-" + std::to_string(::getpid());
-  std::ofstream(script_path) << "\\set FETCH_COUNT 100000\n"
-                             << inline_params(sql.metered) << ";\n"
-                             << inline_params(sql.scan) << ";\n"
-                             << inline_params(sql.proposed) << ";\n";
+  {
+    std::ofstream script(script_path);
+    script << "\\set FETCH_COUNT 100000\n";
+    for (const ledger_sql::ShowbackPlan::Query& q : plan.queries) {
+      std::string text = q.sql;
+      // Highest first: $1 is a prefix of $10.
+      for (size_t i = q.params.size(); i-- > 0;) {
+        const std::string name = "$" + std::to_string(i + 1);
+        const std::string value = std::visit(
+            [](const auto& v) {
+              if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+                return "'" + v + "'";
+              else
+                return std::to_string(v);
+            },
+            q.params[i]);
+        for (size_t p = text.find(name); p != std::string::npos;
+             p = text.find(name, p + value.size()))
+          text.replace(p, name.size(), value);
+      }
+      script << text << ";\n";
+    }
+  }
   std::vector<double> ours_s, psql_s;
   for (int run = 0; run < runs; ++run) {
     auto t0 = Clock::now();

@@ -22,7 +22,7 @@ namespace {
 
 // Each entry moves the schema from version i to i + 1, like SQLite's. Never edit one that has
 // shipped: add. Money and GPU time are bigint (micro-dollars, milli-GPU-seconds).
-constexpr std::array<const char*, 4> kMigrations = {
+constexpr std::array<const char*, 5> kMigrations = {
     R"sql(
 CREATE TABLE actions (
   seq bigserial PRIMARY KEY,
@@ -102,6 +102,101 @@ CREATE TRIGGER deliveries_append_only BEFORE UPDATE OR DELETE ON deliveries
   FOR EACH ROW EXECUTE FUNCTION gpuvpa_append_only();
 CREATE TRIGGER deliveries_no_truncate BEFORE TRUNCATE ON deliveries
   FOR EACH STATEMENT EXECUTE FUNCTION gpuvpa_append_only();
+)sql",
+    // 5: daily totals (ledger_sql.h, kDayS), filled from the rows there and kept by a trigger
+    // after each INSERT statement (its new rows: a retried id adds nothing). The trigger runs as
+    // the schema's owner: writers need no right on ledger_daily. Keys are added in one order,
+    // so two writers wait for each other rather than deadlock; a sum past 2^63 - 1 fails the
+    // insert (bigint out of range).
+    R"sql(
+CREATE TABLE ledger_daily (
+  day bigint NOT NULL,
+  cluster text NOT NULL,
+  namespace text NOT NULL,
+  workload text NOT NULL,
+  cost_center text NOT NULL,
+  gpu_model text NOT NULL,
+  before text NOT NULL,
+  row_count bigint NOT NULL,
+  measured_rows bigint NOT NULL,
+  metered_periods bigint NOT NULL,
+  allocated_milli_gpu_s bigint NOT NULL,
+  allocated_micro_usd bigint NOT NULL,
+  used_vram_micro_usd bigint NOT NULL,
+  used_sm_micro_usd bigint NOT NULL,
+  measured_allocated_micro_usd bigint NOT NULL,
+  measured_used_vram_micro_usd bigint NOT NULL,
+  measured_used_sm_micro_usd bigint NOT NULL,
+  realised_before_micro_usd bigint NOT NULL,
+  realised_after_micro_usd bigint NOT NULL,
+  metered_milli_gpu_s bigint NOT NULL,
+  metered_micro_usd bigint NOT NULL,
+  reserved_micro_usd bigint NOT NULL,
+  PRIMARY KEY (day, cluster, namespace, workload, cost_center, gpu_model, before)
+);
+CREATE FUNCTION gpuvpa_add_daily() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+  SET search_path FROM CURRENT AS $$
+BEGIN
+  INSERT INTO ledger_daily SELECT
+    CASE WHEN period_end_s > period_start_s THEN period_start_s ELSE time_s END / 86400 AS d,
+    cluster, namespace, workload, cost_center, gpu_model, before, COUNT(*), SUM(usage_measured),
+    SUM(CASE WHEN kind = 'metered_period' THEN 1 ELSE 0 END), SUM(allocated_milli_gpu_s),
+    SUM(allocated_micro_usd), SUM(used_vram_micro_usd), SUM(used_sm_micro_usd),
+    SUM(usage_measured * allocated_micro_usd), SUM(usage_measured * used_vram_micro_usd),
+    SUM(usage_measured * used_sm_micro_usd),
+    SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
+        THEN monthly_before_micro_usd ELSE 0 END),
+    SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
+        THEN monthly_after_micro_usd ELSE 0 END),
+    SUM(metered_milli_gpu_s), SUM(metered_micro_usd), SUM(reserved_micro_usd)
+    FROM new_rows
+    WHERE period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / 86400
+    GROUP BY 1, 2, 3, 4, 5, 6, 7
+    ORDER BY 1, 2, 3, 4, 5, 6, 7
+  ON CONFLICT (day, cluster, namespace, workload, cost_center, gpu_model, before) DO UPDATE SET
+    row_count = ledger_daily.row_count + excluded.row_count,
+    measured_rows = ledger_daily.measured_rows + excluded.measured_rows,
+    metered_periods = ledger_daily.metered_periods + excluded.metered_periods,
+    allocated_milli_gpu_s = ledger_daily.allocated_milli_gpu_s + excluded.allocated_milli_gpu_s,
+    allocated_micro_usd = ledger_daily.allocated_micro_usd + excluded.allocated_micro_usd,
+    used_vram_micro_usd = ledger_daily.used_vram_micro_usd + excluded.used_vram_micro_usd,
+    used_sm_micro_usd = ledger_daily.used_sm_micro_usd + excluded.used_sm_micro_usd,
+    measured_allocated_micro_usd =
+      ledger_daily.measured_allocated_micro_usd + excluded.measured_allocated_micro_usd,
+    measured_used_vram_micro_usd =
+      ledger_daily.measured_used_vram_micro_usd + excluded.measured_used_vram_micro_usd,
+    measured_used_sm_micro_usd =
+      ledger_daily.measured_used_sm_micro_usd + excluded.measured_used_sm_micro_usd,
+    realised_before_micro_usd =
+      ledger_daily.realised_before_micro_usd + excluded.realised_before_micro_usd,
+    realised_after_micro_usd =
+      ledger_daily.realised_after_micro_usd + excluded.realised_after_micro_usd,
+    metered_milli_gpu_s = ledger_daily.metered_milli_gpu_s + excluded.metered_milli_gpu_s,
+    metered_micro_usd = ledger_daily.metered_micro_usd + excluded.metered_micro_usd,
+    reserved_micro_usd = ledger_daily.reserved_micro_usd + excluded.reserved_micro_usd;
+  RETURN NULL;
+END
+$$;
+INSERT INTO ledger_daily SELECT
+  CASE WHEN period_end_s > period_start_s THEN period_start_s ELSE time_s END / 86400, cluster,
+  namespace, workload, cost_center, gpu_model, before, COUNT(*), SUM(usage_measured),
+    SUM(CASE WHEN kind = 'metered_period' THEN 1 ELSE 0 END), SUM(allocated_milli_gpu_s),
+    SUM(allocated_micro_usd), SUM(used_vram_micro_usd), SUM(used_sm_micro_usd),
+    SUM(usage_measured * allocated_micro_usd), SUM(usage_measured * used_vram_micro_usd),
+    SUM(usage_measured * used_sm_micro_usd),
+    SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
+        THEN monthly_before_micro_usd ELSE 0 END),
+    SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
+        THEN monthly_after_micro_usd ELSE 0 END),
+    SUM(metered_milli_gpu_s), SUM(metered_micro_usd), SUM(reserved_micro_usd)
+  FROM actions
+  WHERE period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / 86400
+  GROUP BY 1, 2, 3, 4, 5, 6, 7;
+CREATE TRIGGER actions_daily AFTER INSERT ON actions REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION gpuvpa_add_daily();
+CREATE INDEX actions_by_period_start ON actions (period_start_s);
+CREATE INDEX actions_across_days ON actions (period_end_s)
+  WHERE period_end_s > period_start_s AND period_start_s / 86400 <> (period_end_s - 1) / 86400;
 )sql",
 };
 
@@ -282,6 +377,9 @@ Status PostgresLedger::Failure(const PGresult* r, const std::string& what) const
   if (PQstatus(conn_) != CONNECTION_OK || sqlstate.starts_with("08") || sqlstate.starts_with("57P"))
     return UnavailableError(message);
   if (sqlstate == "40001" || sqlstate == "40P01") return Status(StatusCode::kAborted, message);
+  // bigint out of range: ledger_daily's trigger adding past 2^63 - 1.
+  if (sqlstate == "22003")
+    return DailyTotalOverflow("ledger " + shown_ + ": " + what);
   return InternalError(message + (sqlstate.empty() ? "" : " (SQLSTATE " + sqlstate + ")"));
 }
 
@@ -483,17 +581,14 @@ Result<std::vector<Showback>> PostgresLedger::QueryShowbackSteps(const ShowbackQ
   Result<ShowbackBuilder> builder = ShowbackBuilder::Start(query);
   if (!builder.ok()) return builder.status();
   ShowbackBuilder& b = *builder;
-  const ShowbackSql sql = b.Queries();
-  Params p;
-  p.Add(b.from());
-  p.Add(b.to());
-  p.Add(std::string_view(b.cluster_filter()));
   std::lock_guard<std::mutex> lock(mu_);
   // Rows stream one at a time (single-row mode): a showback over millions of rows holds one.
-  auto run = [&](const std::string& text, auto&& on_row) -> Status {
+  for (const ShowbackPlan::Query& q : b.Plan().queries) {
+    Params p;
+    for (const auto& v : q.params) std::visit([&](const auto& x) { p.Add(x); }, v);
     GPUVPA_RETURN_IF_ERROR(Connect());
     const std::vector<const char*> values = p.Pointers();
-    if (PQsendQueryParams(conn_, text.c_str(), static_cast<int>(values.size()), nullptr,
+    if (PQsendQueryParams(conn_, q.sql.c_str(), static_cast<int>(values.size()), nullptr,
                           values.data(), nullptr, nullptr, 0) != 1 ||
         PQsetSingleRowMode(conn_) != 1)
       return UnavailableError("ledger " + shown_ + ": showback: " + Trimmed(PQerrorMessage(conn_)));
@@ -503,26 +598,17 @@ Result<std::vector<Showback>> PostgresLedger::QueryShowbackSteps(const ShowbackQ
       PgResult r(raw);
       const ExecStatusType status = PQresultStatus(raw);
       if (status == PGRES_SINGLE_TUPLE) {
-        if (s.ok()) s = on_row(raw);
+        if (s.ok())
+          s = b.Add(
+              q.rows, [&](int i) { return Text(raw, 0, i); },
+              [&](int i) { return Int64(raw, 0, i); });
       } else if (status != PGRES_TUPLES_OK && failure.ok()) {
         failure = Failure(raw, "showback");
       }
     }
-    return failure.ok() ? s : failure;
-  };
-  GPUVPA_RETURN_IF_ERROR(run(sql.metered, [&](const PGresult* r) {
-    b.AddMeteredPeriod(Text(r, 0, 0), Text(r, 0, 1), Text(r, 0, 2), Int64(r, 0, 3), Int64(r, 0, 4),
-                       Int64(r, 0, 5));
-    return OkStatus();
-  }));
-  GPUVPA_RETURN_IF_ERROR(run(sql.scan, [&](const PGresult* r) {
-    return b.AddScanned(
-        ReadScanRow([&](int i) { return Text(r, 0, i); }, [&](int i) { return Int64(r, 0, i); }));
-  }));
-  GPUVPA_RETURN_IF_ERROR(run(sql.proposed, [&](const PGresult* r) {
-    return b.AddProposed(Text(r, 0, 0), Int64(r, 0, 1), Int64(r, 0, 2), Text(r, 0, 3),
-                         Int64(r, 0, 4));
-  }));
+    GPUVPA_RETURN_IF_ERROR(failure);
+    GPUVPA_RETURN_IF_ERROR(s);
+  }
   return std::move(b).Finish();
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/base/names.h"
+#include "core/base/time_format.h"
 #include "core/cost/money.h"
 
 namespace gpuvpa::ledger_sql {
@@ -12,6 +13,9 @@ namespace {
 // amount x part / whole, rounded to nearest, without overflow (part <= whole).
 int64_t Prorate(int64_t amount, int64_t part, int64_t whole) {
   if (part >= whole) return amount;
+  // Amounts are at least 0; most products fit 64 bits (a 128-bit division costs several times
+  // more, and showback prorates every amount of every row that crosses a step's edge).
+  if (amount <= (INT64_MAX - whole) / part) return (amount * part + whole / 2) / whole;
   const __int128 scaled = static_cast<__int128>(amount) * part;
   return static_cast<int64_t>((scaled + whole / 2) / whole);
 }
@@ -127,49 +131,23 @@ Status ValidateDelivery(const DeliveryRecord& d) {
   return OkStatus();
 }
 
-std::string GroupColumn(ShowbackGroup g) {
-  switch (g) {
-    case ShowbackGroup::kGpuModel:
-      return "gpu_model";
-    case ShowbackGroup::kCluster:
-      return "cluster";
-    case ShowbackGroup::kAllocation:
-      // The separator is written into the literal: both dialects keep it as it is.
-      return "cluster || '\x1f' || namespace || '\x1f' || workload || '\x1f' || cost_center || "
-             "'\x1f' || gpu_model || '\x1f' || before";
-    case ShowbackGroup::kCostCenter:
-      break;
-  }
-  return "cost_center";
-}
-
-ShowbackSql ShowbackQueries(ShowbackGroup group_by, int64_t step_origin, int64_t step_s) {
-  const std::string group = GroupColumn(group_by);
+ShowbackSql ShowbackQueries(int64_t step_origin, int64_t step_s) {
   ShowbackSql q;
-  q.metered = std::string(
-                  "SELECT cluster, namespace, workload, period_start_s, period_end_s, time_s "
-                  "FROM actions WHERE kind = '") +
-              std::string(ActionKindName(ActionKind::kMeteredPeriod)) + "' AND " + kInWindow;
   // One pass over the rows, summed by the builder: a database would sort millions of rows for
   // GROUP BY.
-  // kAllocation's group text is put together by the builder from the columns: concatenating
-  // in SQL cost an allocation per row.
-  q.scan = "SELECT " + (group_by == ShowbackGroup::kAllocation ? std::string("''") : group) +
-           ", kind, status, usage_measured, allocated_milli_gpu_s, allocated_micro_usd, "
-           "used_vram_micro_usd, used_sm_micro_usd, monthly_before_micro_usd, "
-           "monthly_after_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd, "
-           "period_start_s, period_end_s, action_id, cluster, namespace, workload, time_s, "
-           "cost_center, gpu_model, before FROM actions WHERE " +
-           kInWindow;
+  q.scan_select =
+      "SELECT kind, status, usage_measured, allocated_milli_gpu_s, allocated_micro_usd, "
+      "used_vram_micro_usd, used_sm_micro_usd, monthly_before_micro_usd, "
+      "monthly_after_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd, "
+      "period_start_s, period_end_s, action_id, cluster, namespace, workload, time_s, "
+      "cost_center, gpu_model, before FROM actions";
+  q.scan = q.scan_select + " WHERE " + kInWindow;
   // Rows in the window have time_s >= step_origin: the step number is never negative.
   const std::string step =
       "(time_s - " + std::to_string(step_origin) + ") / " + std::to_string(step_s);
   q.proposed =
-      "SELECT showback_group, monthly_before_micro_usd, monthly_after_micro_usd, action_id, "
-      "time_s FROM (SELECT " +
-      group +
-      " AS showback_group, status, monthly_before_micro_usd, monthly_after_micro_usd, action_id, "
-      "time_s, "
+      "SELECT cluster, namespace, workload, cost_center, gpu_model, before, "
+      "monthly_before_micro_usd, monthly_after_micro_usd, action_id, time_s FROM (SELECT *, "
       "ROW_NUMBER() OVER (PARTITION BY cluster, namespace, workload, " +
       step +
       " ORDER BY time_s DESC, seq DESC) AS latest FROM actions WHERE kind = 'recommendation' AND "
@@ -216,8 +194,82 @@ Result<ShowbackBuilder> ShowbackBuilder::Start(const ShowbackQuery& query) {
   return b;
 }
 
-ShowbackSql ShowbackBuilder::Queries() const {
-  return ShowbackQueries(query_.group_by, query_.step_s ? from_ : 0, step_);
+namespace {
+
+// The rows of a day range [$4, $5) (seconds) that are summed in ledger_daily: an instant by its
+// time, a period that stays within one day by its start. Appended to a window query.
+constexpr const char* kOneDayRowsIn =
+    " AND (period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / 86400) "
+    "AND ((period_end_s > period_start_s AND period_start_s >= $4 AND period_start_s < $5) OR "
+    "(period_end_s <= period_start_s AND time_s >= $4 AND time_s < $5))";
+// The rows no day sums: periods that cross midnight, overlapping the window (the partial index
+// actions_across_days).
+constexpr const char* kAcrossDaysWhere =
+    " WHERE period_end_s > period_start_s AND period_start_s / 86400 <> (period_end_s - 1) / "
+    "86400 AND period_end_s > $1 AND period_start_s < $2 AND ($3 = '' OR cluster = $3)";
+// ledger_daily's days [$1, $2) of cluster $3 (or every cluster).
+constexpr const char* kDaysWhere =
+    " FROM ledger_daily WHERE day >= $1 AND day < $2 AND ($3 = '' OR cluster = $3)";
+// More day ranges than this read every row of the window instead (a query per range).
+constexpr size_t kMaxDayRanges = 64;
+// The end of the last day a ledger time can fall on.
+constexpr int64_t kLastLedgerDayEndS = (kMaxLedgerTimeS / kDayS + 1) * kDayS;
+
+}  // namespace
+
+Status DailyTotalOverflow(const std::string& what) {
+  return InvalidArgumentError(
+      what +
+      ": a daily total would pass 2^63 - 1 (micro-dollars or milli-GPU-seconds of one workload, "
+      "kind and status on one UTC day); nothing of this append was written");
+}
+
+bool ShowbackBuilder::DayInOneStep(int64_t day_start_s) const {
+  if (day_start_s < from_ || day_start_s + kDayS > to_) return false;
+  const auto [first, last] = StepsOf(day_start_s, day_start_s + kDayS, day_start_s);
+  return first == last;
+}
+
+ShowbackPlan ShowbackBuilder::Plan() const {
+  using Rows = ShowbackPlan::Rows;
+  const ShowbackSql sql = ShowbackQueries(query_.step_s ? from_ : 0, step_);
+  const std::string cluster = query_.cluster.value_or("");
+  ShowbackPlan plan;
+  auto add = [&](Rows rows, std::string text, std::vector<std::variant<int64_t, std::string>> p) {
+    plan.queries.push_back({rows, std::move(text), std::move(p)});
+  };
+  // The days of the window (ledger times lie in [0, kMaxLedgerTimeS]): those whole inside one
+  // step are read from ledger_daily, runs of the others from the rows.
+  const int64_t lo = std::max<int64_t>(from_, 0);
+  const int64_t hi = std::min(to_, kLastLedgerDayEndS);
+  int64_t first_daily = -1, end_daily = -1;
+  std::vector<std::pair<int64_t, int64_t>> row_days;  // [first, end) in days
+  if (query_.use_daily_totals && lo < hi) {
+    for (int64_t day = lo / kDayS; day * kDayS < hi; ++day) {
+      if (DayInOneStep(day * kDayS)) {
+        if (first_daily < 0) first_daily = day;
+        end_daily = day + 1;
+      } else if (!row_days.empty() && row_days.back().second == day) {
+        row_days.back().second = day + 1;
+      } else {
+        row_days.push_back({day, day + 1});
+      }
+    }
+  }
+  if (first_daily < 0 || row_days.size() > kMaxDayRanges) {
+    add(Rows::kScanned, sql.scan, {from_, to_, cluster});
+  } else {
+    // Days between first_daily and end_daily that are not whole in a step are skipped by
+    // AddDaily and read from the rows.
+    add(Rows::kDaily, std::string("SELECT ") + kDailyColumns + kDaysWhere,
+        {first_daily, end_daily, cluster});
+    for (const auto& [first, end] : row_days)
+      add(Rows::kScanned, sql.scan + kOneDayRowsIn,
+          {from_, to_, cluster, first * kDayS, end * kDayS});
+    add(Rows::kScanned, sql.scan_select + kAcrossDaysWhere, {from_, to_, cluster});
+  }
+  add(Rows::kProposed, sql.proposed, {from_, to_, cluster});
+  return plan;
 }
 
 std::pair<size_t, size_t> ShowbackBuilder::StepsOf(int64_t start, int64_t end,
@@ -231,18 +283,13 @@ std::pair<size_t, size_t> ShowbackBuilder::StepsOf(int64_t start, int64_t end,
   return {step_of(start), step_of(end - 1)};
 }
 
-void ShowbackBuilder::AddMeteredPeriod(std::string_view cluster, std::string_view ns,
-                                       std::string_view wl, int64_t period_start_s,
-                                       int64_t period_end_s, int64_t time_s) {
-  key_.assign(cluster).append("\x1f").append(ns).append("\x1f").append(wl);
-  const auto [first, last] = StepsOf(period_start_s, period_end_s, time_s);
-  for (size_t k = first; k <= last; ++k) {
-    const Step& step = steps_[k];
-    // A period that only touches the step's edge is not in it.
-    if (period_end_s > period_start_s && (period_end_s <= step.from || period_start_s >= step.to))
-      continue;
-    steps_[k].metered_workloads.insert(key_);
-  }
+ShowbackRow& ShowbackBuilder::AllocationIn(size_t k, const AllocationGroup& g) {
+  AssignAllocationGroupText(g, group_key_);
+  auto& allocations = steps_[k].allocations;
+  auto it = allocations.find(group_key_);
+  if (it == allocations.end())
+    it = allocations.emplace(group_key_, ShowbackRow{group_key_}).first;
+  return it->second;
 }
 
 Status ShowbackBuilder::AddScanned(const ScanRow& in) {
@@ -252,27 +299,24 @@ Status ShowbackBuilder::AddScanned(const ScanRow& in) {
   const bool applied = in.status == ActionStatusName(ActionStatus::kApplied);
   const bool realised = applied && (in.kind == ActionKindName(ActionKind::kAppliedChange) ||
                                     in.kind == ActionKindName(ActionKind::kRollback));
-  key_.assign(in.cluster)
-      .append("\x1f")
-      .append(in.namespace_name)
-      .append("\x1f")
-      .append(in.workload);
-  std::string_view group = in.group;
-  if (query_.group_by == ShowbackGroup::kAllocation) {
-    AssignAllocationGroupText(
-        {in.cluster, in.namespace_name, in.workload, in.cost_center, in.gpu_model, in.before},
-        group_key_);
-    group = group_key_;
-  }
+  const bool metered_period = in.kind == ActionKindName(ActionKind::kMeteredPeriod);
+  if (metered_period)
+    workload_key_.assign(in.cluster)
+        .append("\x1f")
+        .append(in.namespace_name)
+        .append("\x1f")
+        .append(in.workload);
+  const AllocationGroup g{in.cluster,     in.namespace_name, in.workload,
+                          in.cost_center, in.gpu_model,      in.before};
   for (size_t k = first; k <= last; ++k) {
     Step& step = steps_[k];
-    // The share of the row's period inside the step's window.
+    // The share of the row's period inside the step's window; a period that only touches the
+    // step's edge is not in it.
     const int64_t whole = end > start ? end - start : 1;
     const int64_t part = end > start ? std::min(end, step.to) - std::max(start, step.from) : 1;
     if (part <= 0) continue;
-    auto it = step.groups.find(group);
-    if (it == step.groups.end())
-      it = step.groups.emplace(std::string(group), ShowbackRow{std::string(group)}).first;
+    if (metered_period && !step.metered_workloads.contains(workload_key_))
+      step.metered_workloads.emplace(workload_key_);
     auto prorated = [&](int64_t amount) { return Prorate(amount, part, whole); };
     ShowbackRow r;
     r.allocated_gpu_time = prorated(in.allocated_gpu_time);
@@ -287,28 +331,62 @@ Status ShowbackBuilder::AddScanned(const ScanRow& in) {
     r.metered_gpu_time = prorated(in.metered_gpu_time);
     r.metered = prorated(in.metered);
     r.reserved = prorated(in.reserved);
-    const bool metered_workload = step.metered_workloads.contains(key_);
-    r.billed_metered = r.metered;
-    r.allocated_unbilled = metered_workload ? r.allocated : 0;
-    r.billed = r.metered + (metered_workload ? 0 : r.allocated);
-    r.billed_gpu_time = r.metered_gpu_time + (metered_workload ? 0 : r.allocated_gpu_time);
+    ShowbackRow& to = AllocationIn(k, g);
     if (in.usage_measured)
-      it->second.usage_measured = true;
+      to.usage_measured = true;
     else
-      it->second.usage_unmeasured = true;
-    GPUVPA_RETURN_IF_ERROR(
-        AddRow(it->second, r, [&] { return "row " + QuoteForError(in.action_id); }));
+      to.usage_unmeasured = true;
+    GPUVPA_RETURN_IF_ERROR(AddRow(to, r, [&] { return "row " + QuoteForError(in.action_id); }));
   }
   return OkStatus();
 }
 
-Status ShowbackBuilder::AddProposed(std::string_view group, int64_t monthly_before,
+Status ShowbackBuilder::AddDaily(const DailyRow& in) {
+  // A day that is not whole in one step is read from its rows instead.
+  if (!DayInOneStep(in.day * kDayS)) return OkStatus();
+  const size_t k = StepsOf(in.day * kDayS, in.day * kDayS + kDayS, 0).first;
+  if (in.metered_periods > 0) {
+    workload_key_.assign(in.cluster)
+        .append("\x1f")
+        .append(in.namespace_name)
+        .append("\x1f")
+        .append(in.workload);
+    if (!steps_[k].metered_workloads.contains(workload_key_))
+      steps_[k].metered_workloads.emplace(workload_key_);
+  }
+  // Whole rows: the sums are the rows' own amounts, unprorated (each at most 2^63 - 1: the
+  // differences below cannot overflow).
+  ShowbackRow r;
+  r.allocated_gpu_time = in.allocated_gpu_time;
+  r.allocated = in.allocated;
+  r.used_vram = in.used_vram;
+  r.used_sm = in.used_sm;
+  r.idle_tax_vram = in.measured_allocated - in.measured_used_vram;
+  r.idle_tax_sm = in.measured_allocated - in.measured_used_sm;
+  r.savings_realised_monthly = in.realised_before - in.realised_after;
+  r.metered_gpu_time = in.metered_gpu_time;
+  r.metered = in.metered;
+  r.reserved = in.reserved;
+  ShowbackRow& to = AllocationIn(
+      k, {in.cluster, in.namespace_name, in.workload, in.cost_center, in.gpu_model, in.before});
+  if (in.measured_rows > 0) to.usage_measured = true;
+  if (in.rows > in.measured_rows) to.usage_unmeasured = true;
+  return AddRow(to, r, [&] {
+    return "the daily total of " +
+           QuoteForError(std::string(in.cluster) + "/" + std::string(in.namespace_name) + "/" +
+                         std::string(in.workload)) +
+           " on " + FormatTimestamp(static_cast<double>(in.day * kDayS)).substr(0, 10);
+  });
+}
+
+Status ShowbackBuilder::AddProposed(const AllocationGroup& g, int64_t monthly_before,
                                     int64_t monthly_after, std::string_view action_id,
                                     int64_t time_s) {
   Step& step = steps_[StepsOf(time_s, time_s, time_s).first];
-  // A workload's latest recommendation lies in the step, so its group was scanned there.
-  auto it = step.groups.find(group);
-  if (it == step.groups.end()) return OkStatus();
+  // A workload's latest recommendation lies in the step, so its allocation was summed there.
+  AssignAllocationGroupText(g, group_key_);
+  auto it = step.allocations.find(group_key_);
+  if (it == step.allocations.end()) return OkStatus();
   // Each amount is within [0, kMaxLedgerMicroUsd]: the difference cannot overflow.
   return CheckedAdd(it->second.savings_proposed_monthly, monthly_before - monthly_after,
                     "showback " + it->second.group + ", adding row " + QuoteForError(action_id));
@@ -322,7 +400,41 @@ Result<std::vector<Showback>> ShowbackBuilder::Finish() && {
     Showback& s = out.emplace_back();
     s.from_s = stepped ? std::optional(step.from) : query_.from_s;
     s.to_s = stepped ? std::optional(step.to) : query_.to_s;
-    for (auto& [key, row] : step.groups) s.groups.push_back(std::move(row));
+    std::unordered_map<std::string_view, ShowbackRow> groups;
+    for (auto& [text, a] : step.allocations) {
+      Result<AllocationGroup> g = ParseAllocationGroup(text);
+      if (!g.ok()) return g.status();
+      // The bill, each GPU-second once: a workload metered in the step is billed its metered
+      // time, its allocation estimate left out.
+      workload_key_.assign(g->cluster)
+          .append("\x1f")
+          .append(g->namespace_name)
+          .append("\x1f")
+          .append(g->workload);
+      const bool metered = step.metered_workloads.contains(workload_key_);
+      a.billed_metered = a.metered;
+      a.allocated_unbilled = metered ? a.allocated : 0;
+      a.billed = a.metered;
+      a.billed_gpu_time = a.metered_gpu_time;
+      if (!metered &&
+          (__builtin_add_overflow(a.billed, a.allocated, &a.billed) ||
+           __builtin_add_overflow(a.billed_gpu_time, a.allocated_gpu_time, &a.billed_gpu_time)))
+        return InvalidArgumentError("showback " + QuoteForError(text) +
+                                    ": billed sum overflows (metered plus allocated)");
+      if (query_.group_by == ShowbackGroup::kAllocation) {
+        s.groups.push_back(std::move(a));
+        continue;
+      }
+      const std::string_view group = query_.group_by == ShowbackGroup::kGpuModel ? g->gpu_model
+                                     : query_.group_by == ShowbackGroup::kCluster
+                                         ? g->cluster
+                                         : g->cost_center;
+      auto it = groups.find(group);
+      if (it == groups.end()) it = groups.emplace(group, ShowbackRow{std::string(group)}).first;
+      GPUVPA_RETURN_IF_ERROR(
+          AddShowbackRow(it->second, a, "allocation " + QuoteForError(g->workload)));
+    }
+    for (auto& [key, row] : groups) s.groups.push_back(std::move(row));
     std::sort(s.groups.begin(), s.groups.end(),
               [](const ShowbackRow& a, const ShowbackRow& b) { return a.group < b.group; });
     // Integer sums: the total of the groups is exact, and every row belongs to exactly one

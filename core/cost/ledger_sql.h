@@ -13,6 +13,7 @@
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 #include <vector>
 
 #include "core/base/status.h"
@@ -120,27 +121,47 @@ Status ValidateDelivery(const DeliveryRecord& d);
 // Whether a charge mark may be stored.
 Status ValidateMark(const ChargeMark& m);
 
-// The three showback queries: $1 window start (inclusive), $2 end (exclusive), $3 the cluster
-// ('' for every cluster). `step_origin` and `step_s` number the steps of a stepped query (the
-// proposed savings are the latest recommendation per workload and step); integers, written
-// into the text.
+// Rows summed per UTC day: schema 5's `ledger_daily`, kept by a trigger on every insert. A row
+// whose period lies within one day, or an instant (empty period; its time), is summed on its day;
+// a row whose period crosses midnight is not (showback prorates it row by row).
+inline constexpr int64_t kDayS = 86400;
+
+// An append refused because a day's total of one key of ledger_daily would pass 2^63 - 1:
+// INVALID_ARGUMENT (the same rows would be refused again), `what` naming the append.
+Status DailyTotalOverflow(const std::string& what);
+
+// The showback queries: $1 window start (inclusive), $2 end (exclusive), $3 the cluster ('' for
+// every cluster). `step_origin` and `step_s` number the steps of a stepped query (the proposed
+// savings are the latest recommendation per workload and step); integers, written into the text.
 struct ShowbackSql {
-  // cluster, namespace, workload, period_start_s, period_end_s, time_s of every metered period
-  // in the window.
-  std::string metered;
-  // group, then ScanColumns: every row whose period (or instant) lies in the window.
-  std::string scan;
-  // group, monthly_before, monthly_after, action_id, time_s: the latest recommendation of each
-  // workload in each step of the window, where it is still proposed.
+  // ReadScanRow's columns: every row whose period (or instant) lies in the window; scan_select:
+  // its SELECT ... FROM, without a WHERE.
+  std::string scan, scan_select;
+  // cluster, namespace, workload, cost_center, gpu_model, before, monthly_before,
+  // monthly_after, action_id, time_s: the latest recommendation of each workload in each step of
+  // the window, where it is still proposed.
   std::string proposed;
 };
-ShowbackSql ShowbackQueries(ShowbackGroup group_by, int64_t step_origin, int64_t step_s);
-// The column (or expression) of a showback group.
-std::string GroupColumn(ShowbackGroup group_by);
+ShowbackSql ShowbackQueries(int64_t step_origin, int64_t step_s);
+
+// A showback's plan: the queries a backend runs, in order, and what their rows are.
+struct ShowbackPlan {
+  enum class Rows {
+    kScanned,   // ShowbackSql::scan's columns
+    kDaily,     // ReadDailyRow's columns
+    kProposed,  // ShowbackSql::proposed's columns
+  };
+  struct Query {
+    Rows rows;
+    std::string sql;
+    std::vector<std::variant<int64_t, std::string>> params;  // $1, $2, ...
+  };
+  std::vector<Query> queries;
+};
 
 // One row of the scan, as a backend reads it.
 struct ScanRow {
-  std::string_view group, kind, status, action_id, cluster, namespace_name, workload;
+  std::string_view kind, status, action_id, cluster, namespace_name, workload;
   std::string_view cost_center, gpu_model, before;
   bool usage_measured = false;
   int64_t allocated_gpu_time = 0, allocated = 0, used_vram = 0, used_sm = 0;
@@ -148,54 +169,113 @@ struct ScanRow {
   int64_t metered_gpu_time = 0, metered = 0, reserved = 0;
   int64_t period_start_s = 0, period_end_s = 0, time_s = 0;
 };
-// Reads the scan's columns (0-based: 0 the group, then the order ShowbackQueries' scan selects).
+// Reads the scan's columns (0-based, in the order ShowbackQueries' scan selects them).
 template <class Text, class Int>
 ScanRow ReadScanRow(Text&& text, Int&& int64) {
   ScanRow r;
-  r.group = text(0);
-  r.kind = text(1);
-  r.status = text(2);
-  r.usage_measured = int64(3) != 0;
-  r.allocated_gpu_time = int64(4);
-  r.allocated = int64(5);
-  r.used_vram = int64(6);
-  r.used_sm = int64(7);
-  r.monthly_before = int64(8);
-  r.monthly_after = int64(9);
-  r.metered_gpu_time = int64(10);
-  r.metered = int64(11);
-  r.reserved = int64(12);
-  r.period_start_s = int64(13);
-  r.period_end_s = int64(14);
-  r.action_id = text(15);
-  r.cluster = text(16);
-  r.namespace_name = text(17);
-  r.workload = text(18);
-  r.time_s = int64(19);
-  r.cost_center = text(20);
-  r.gpu_model = text(21);
-  r.before = text(22);
+  r.kind = text(0);
+  r.status = text(1);
+  r.usage_measured = int64(2) != 0;
+  r.allocated_gpu_time = int64(3);
+  r.allocated = int64(4);
+  r.used_vram = int64(5);
+  r.used_sm = int64(6);
+  r.monthly_before = int64(7);
+  r.monthly_after = int64(8);
+  r.metered_gpu_time = int64(9);
+  r.metered = int64(10);
+  r.reserved = int64(11);
+  r.period_start_s = int64(12);
+  r.period_end_s = int64(13);
+  r.action_id = text(14);
+  r.cluster = text(15);
+  r.namespace_name = text(16);
+  r.workload = text(17);
+  r.time_s = int64(18);
+  r.cost_center = text(19);
+  r.gpu_model = text(20);
+  r.before = text(21);
   return r;
 }
 
-// Sums a showback from the three queries' rows, in the order: every metered period, every
-// scanned row, every proposed saving; one showback per step of the window. Integer sums with
-// overflow checks naming the row.
+// One row of ledger_daily: the sums of one allocation's rows of one UTC day.
+struct DailyRow {
+  std::string_view cluster, namespace_name, workload, cost_center, gpu_model, before;
+  int64_t day = 0;
+  int64_t rows = 0, measured_rows = 0, metered_periods = 0;
+  int64_t allocated_gpu_time = 0, allocated = 0, used_vram = 0, used_sm = 0;
+  // Over the rows whose usage was measured: what idle tax is computed from.
+  int64_t measured_allocated = 0, measured_used_vram = 0, measured_used_sm = 0;
+  // Over applied changes and rollbacks that were applied: realised savings.
+  int64_t realised_before = 0, realised_after = 0;
+  int64_t metered_gpu_time = 0, metered = 0, reserved = 0;
+};
+// ledger_daily's columns in the order ReadDailyRow reads them.
+inline constexpr const char* kDailyColumns =
+    "cluster, namespace, workload, cost_center, gpu_model, before, day, row_count, "
+    "measured_rows, metered_periods, allocated_milli_gpu_s, allocated_micro_usd, "
+    "used_vram_micro_usd, used_sm_micro_usd, measured_allocated_micro_usd, "
+    "measured_used_vram_micro_usd, measured_used_sm_micro_usd, realised_before_micro_usd, "
+    "realised_after_micro_usd, metered_milli_gpu_s, metered_micro_usd, reserved_micro_usd";
+template <class Text, class Int>
+DailyRow ReadDailyRow(Text&& text, Int&& int64) {
+  DailyRow d;
+  d.cluster = text(0);
+  d.namespace_name = text(1);
+  d.workload = text(2);
+  d.cost_center = text(3);
+  d.gpu_model = text(4);
+  d.before = text(5);
+  int64_t* const sums[] = {&d.day,
+                           &d.rows,
+                           &d.measured_rows,
+                           &d.metered_periods,
+                           &d.allocated_gpu_time,
+                           &d.allocated,
+                           &d.used_vram,
+                           &d.used_sm,
+                           &d.measured_allocated,
+                           &d.measured_used_vram,
+                           &d.measured_used_sm,
+                           &d.realised_before,
+                           &d.realised_after,
+                           &d.metered_gpu_time,
+                           &d.metered,
+                           &d.reserved};
+  for (size_t i = 0; i < std::size(sums); ++i) *sums[i] = int64(static_cast<int>(6 + i));
+  return d;
+}
+
+// Sums a showback from a plan's rows, one showback per step of the window. Rows are summed per
+// allocation (cluster, namespace, workload, cost center, GPU model, resource) and step, in any
+// order; Finish prices each allocation's GPU time (metered or allocated: whether its workload
+// has a metered period in the step) and sums the allocations into the query's groups. Integer
+// sums with overflow checks naming the row.
 class ShowbackBuilder {
  public:
   // INVALID_ARGUMENT when the window is empty, or the step is not positive, needs a window
   // (from and to) or makes more than kMaxShowbackSteps steps.
   static Result<ShowbackBuilder> Start(const ShowbackQuery& query);
-  int64_t from() const { return from_; }
-  int64_t to() const { return to_; }
-  std::string cluster_filter() const { return query_.cluster.value_or(""); }
-  ShowbackSql Queries() const;
+  // The queries, reading ledger_daily for the days that lie whole inside one step of the
+  // window (their rows are summed unprorated: the same figures) and the rows themselves for
+  // every other day and for rows that cross midnight. The proposed savings last: they are added
+  // to allocations already summed.
+  ShowbackPlan Plan() const;
 
-  void AddMeteredPeriod(std::string_view cluster, std::string_view ns, std::string_view wl,
-                        int64_t period_start_s, int64_t period_end_s, int64_t time_s);
-  Status AddScanned(const ScanRow& row);
-  Status AddProposed(std::string_view group, int64_t monthly_before, int64_t monthly_after,
-                     std::string_view action_id, int64_t time_s);
+  // Adds one row of a plan's query: text(i) and int64(i) read its column i.
+  template <class Text, class Int>
+  Status Add(ShowbackPlan::Rows rows, Text&& text, Int&& int64) {
+    switch (rows) {
+      case ShowbackPlan::Rows::kScanned:
+        return AddScanned(ReadScanRow(text, int64));
+      case ShowbackPlan::Rows::kDaily:
+        return AddDaily(ReadDailyRow(text, int64));
+      case ShowbackPlan::Rows::kProposed:
+        return AddProposed({text(0), text(1), text(2), text(3), text(4), text(5)}, int64(6),
+                           int64(7), text(8), int64(9));
+    }
+    return OkStatus();
+  }
   Result<std::vector<Showback>> Finish() &&;
 
  private:
@@ -208,18 +288,27 @@ class ShowbackBuilder {
     };
     // cluster \x1f namespace \x1f workload
     std::unordered_set<std::string, TextHash, std::equal_to<>> metered_workloads;
-    std::unordered_map<std::string, ShowbackRow, TextHash, std::equal_to<>> groups;
+    // By AllocationGroupText; not yet priced (billed* are set by Finish).
+    std::unordered_map<std::string, ShowbackRow, TextHash, std::equal_to<>> allocations;
   };
   explicit ShowbackBuilder(const ShowbackQuery& query);
+  Status AddScanned(const ScanRow& row);
+  Status AddDaily(const DailyRow& row);
+  Status AddProposed(const AllocationGroup& g, int64_t monthly_before, int64_t monthly_after,
+                     std::string_view action_id, int64_t time_s);
+  // The allocation of `g` in step `k` (added when new); sets workload_key_.
+  ShowbackRow& AllocationIn(size_t k, const AllocationGroup& g);
   // The steps [first, last] that [start, end) overlaps (an instant: end <= start, at time_s).
   std::pair<size_t, size_t> StepsOf(int64_t start, int64_t end, int64_t time_s) const;
+  // Whether the UTC day that starts at `day_start_s` lies whole inside the window and one step.
+  bool DayInOneStep(int64_t day_start_s) const;
   ShowbackQuery query_;
   int64_t from_;
   int64_t to_;
   int64_t step_;
   std::vector<Step> steps_;
-  std::string key_;        // reused for metered-workload lookups
-  std::string group_key_;  // reused for kAllocation's group text
+  std::string workload_key_;  // reused: cluster \x1f namespace \x1f workload
+  std::string group_key_;     // reused: an AllocationGroupText
 };
 
 }  // namespace gpuvpa::ledger_sql

@@ -12,7 +12,7 @@ namespace gpuvpa::ledger_sql {
 namespace {
 
 // Each entry moves the schema from version i to i + 1. Never edit one that has shipped: add.
-constexpr std::array<const char*, 4> kMigrations = {
+constexpr std::array<const char*, 5> kMigrations = {
     R"sql(
 CREATE TABLE actions (
   seq INTEGER PRIMARY KEY,
@@ -128,6 +128,89 @@ CREATE TRIGGER deliveries_append_only_update BEFORE UPDATE ON deliveries
 CREATE TRIGGER deliveries_append_only_delete BEFORE DELETE ON deliveries
   BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
 )sql",
+    // 5: daily totals (ledger_sql.h, kDayS), filled from the rows there and kept by a trigger on
+    // every insert. STRICT: a sum past 2^63 - 1 (which SQLite would turn into a REAL) is refused,
+    // and with it the insert.
+    R"sql(
+CREATE TABLE ledger_daily (
+  day INTEGER NOT NULL,
+  cluster TEXT NOT NULL,
+  namespace TEXT NOT NULL,
+  workload TEXT NOT NULL,
+  cost_center TEXT NOT NULL,
+  gpu_model TEXT NOT NULL,
+  before TEXT NOT NULL,
+  row_count INTEGER NOT NULL,
+  measured_rows INTEGER NOT NULL,
+  metered_periods INTEGER NOT NULL,
+  allocated_milli_gpu_s INTEGER NOT NULL,
+  allocated_micro_usd INTEGER NOT NULL,
+  used_vram_micro_usd INTEGER NOT NULL,
+  used_sm_micro_usd INTEGER NOT NULL,
+  measured_allocated_micro_usd INTEGER NOT NULL,
+  measured_used_vram_micro_usd INTEGER NOT NULL,
+  measured_used_sm_micro_usd INTEGER NOT NULL,
+  realised_before_micro_usd INTEGER NOT NULL,
+  realised_after_micro_usd INTEGER NOT NULL,
+  metered_milli_gpu_s INTEGER NOT NULL,
+  metered_micro_usd INTEGER NOT NULL,
+  reserved_micro_usd INTEGER NOT NULL,
+  PRIMARY KEY (day, cluster, namespace, workload, cost_center, gpu_model, before)
+) STRICT, WITHOUT ROWID;
+INSERT INTO ledger_daily SELECT
+  CASE WHEN period_end_s > period_start_s THEN period_start_s ELSE time_s END / 86400, cluster,
+  namespace, workload, cost_center, gpu_model, before, COUNT(*), SUM(usage_measured),
+  SUM(kind = 'metered_period'), SUM(allocated_milli_gpu_s), SUM(allocated_micro_usd),
+  SUM(used_vram_micro_usd), SUM(used_sm_micro_usd), SUM(usage_measured * allocated_micro_usd),
+  SUM(usage_measured * used_vram_micro_usd), SUM(usage_measured * used_sm_micro_usd),
+  SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
+      THEN monthly_before_micro_usd ELSE 0 END),
+  SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
+      THEN monthly_after_micro_usd ELSE 0 END),
+  SUM(metered_milli_gpu_s), SUM(metered_micro_usd), SUM(reserved_micro_usd)
+  FROM actions
+  WHERE period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / 86400
+  GROUP BY 1, 2, 3, 4, 5, 6, 7;
+CREATE TRIGGER actions_daily AFTER INSERT ON actions
+  WHEN NEW.period_end_s <= NEW.period_start_s
+    OR NEW.period_start_s / 86400 = (NEW.period_end_s - 1) / 86400
+  BEGIN
+    INSERT INTO ledger_daily VALUES (
+      CASE WHEN NEW.period_end_s > NEW.period_start_s THEN NEW.period_start_s ELSE NEW.time_s END
+        / 86400,
+      NEW.cluster, NEW.namespace, NEW.workload, NEW.cost_center, NEW.gpu_model, NEW.before, 1,
+      NEW.usage_measured, NEW.kind = 'metered_period', NEW.allocated_milli_gpu_s,
+      NEW.allocated_micro_usd, NEW.used_vram_micro_usd, NEW.used_sm_micro_usd,
+      NEW.usage_measured * NEW.allocated_micro_usd, NEW.usage_measured * NEW.used_vram_micro_usd,
+      NEW.usage_measured * NEW.used_sm_micro_usd,
+      CASE WHEN NEW.status = 'applied' AND NEW.kind IN ('applied_change', 'rollback')
+        THEN NEW.monthly_before_micro_usd ELSE 0 END,
+      CASE WHEN NEW.status = 'applied' AND NEW.kind IN ('applied_change', 'rollback')
+        THEN NEW.monthly_after_micro_usd ELSE 0 END,
+      NEW.metered_milli_gpu_s, NEW.metered_micro_usd, NEW.reserved_micro_usd)
+    ON CONFLICT (day, cluster, namespace, workload, cost_center, gpu_model, before) DO UPDATE SET
+      row_count = row_count + 1,
+      measured_rows = measured_rows + excluded.measured_rows,
+      metered_periods = metered_periods + excluded.metered_periods,
+      allocated_milli_gpu_s = allocated_milli_gpu_s + excluded.allocated_milli_gpu_s,
+      allocated_micro_usd = allocated_micro_usd + excluded.allocated_micro_usd,
+      used_vram_micro_usd = used_vram_micro_usd + excluded.used_vram_micro_usd,
+      used_sm_micro_usd = used_sm_micro_usd + excluded.used_sm_micro_usd,
+      measured_allocated_micro_usd =
+        measured_allocated_micro_usd + excluded.measured_allocated_micro_usd,
+      measured_used_vram_micro_usd =
+        measured_used_vram_micro_usd + excluded.measured_used_vram_micro_usd,
+      measured_used_sm_micro_usd = measured_used_sm_micro_usd + excluded.measured_used_sm_micro_usd,
+      realised_before_micro_usd = realised_before_micro_usd + excluded.realised_before_micro_usd,
+      realised_after_micro_usd = realised_after_micro_usd + excluded.realised_after_micro_usd,
+      metered_milli_gpu_s = metered_milli_gpu_s + excluded.metered_milli_gpu_s,
+      metered_micro_usd = metered_micro_usd + excluded.metered_micro_usd,
+      reserved_micro_usd = reserved_micro_usd + excluded.reserved_micro_usd;
+  END;
+CREATE INDEX actions_by_period_start ON actions (period_start_s);
+CREATE INDEX actions_across_days ON actions (period_end_s)
+  WHERE period_end_s > period_start_s AND period_start_s / 86400 <> (period_end_s - 1) / 86400;
+)sql",
 };
 
 // Owns a prepared statement.
@@ -143,6 +226,7 @@ class Statement {
   sqlite3_stmt* get() const { return stmt_; }
   void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   void Bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void Bind(int i, const std::string& v) { Bind(i, std::string_view(v)); }
   void Bind(int i, std::string_view v) {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
@@ -292,8 +376,13 @@ Result<size_t> SqliteLedger::Append(std::span<const LedgerAction> actions,
   for (const LedgerAction& a : actions) {
     const std::string_view cluster = a.cluster.empty() ? options().cluster : a.cluster;
     BindRow(a, cluster, [&](int i, auto v) { insert.BindStatic(i, v); });
-    if (sqlite3_step(insert.get()) != SQLITE_DONE)
-      return Rollback(Error("append action " + QuoteForError(a.action_id)));
+    if (sqlite3_step(insert.get()) != SQLITE_DONE) {
+      const std::string what = "append action " + QuoteForError(a.action_id);
+      // STRICT ledger_daily refuses the REAL a sum past 2^63 - 1 became.
+      if (sqlite3_extended_errcode(db_) == SQLITE_CONSTRAINT_DATATYPE)
+        return Rollback(DailyTotalOverflow("ledger " + path_ + ": " + what));
+      return Rollback(Error(what));
+    }
     const int changes = sqlite3_changes(db_);
     inserted += static_cast<size_t>(changes);
     sqlite3_reset(insert.get());
@@ -348,37 +437,21 @@ Result<std::vector<Showback>> SqliteLedger::QueryShowbackSteps(const ShowbackQue
   Result<ShowbackBuilder> builder = ShowbackBuilder::Start(query);
   if (!builder.ok()) return builder.status();
   ShowbackBuilder& b = *builder;
-  const ShowbackSql sql = b.Queries();
-  const std::string cluster = b.cluster_filter();
   std::lock_guard<std::mutex> lock(mu_);
-  auto run = [&](const std::string& text, auto&& on_row) -> Status {
-    Statement s(db_, text.c_str());
+  for (const ShowbackPlan::Query& q : b.Plan().queries) {
+    Statement s(db_, q.sql.c_str());
     if (!s.ok()) return Error("prepare showback");
-    s.Bind(1, b.from());
-    s.Bind(2, b.to());
-    s.Bind(3, std::string_view(cluster));
+    for (size_t i = 0; i < q.params.size(); ++i)
+      std::visit([&](const auto& v) { s.Bind(static_cast<int>(i + 1), v); }, q.params[i]);
     int rc = SQLITE_ROW;
     Status row_status;
     while (row_status.ok() && (rc = sqlite3_step(s.get())) == SQLITE_ROW)
-      row_status = on_row(s.get());
+      row_status = b.Add(
+          q.rows, [&](int i) { return ColumnView(s.get(), i); },
+          [&](int i) { return sqlite3_column_int64(s.get(), i); });
     if (!row_status.ok()) return row_status;
-    return rc == SQLITE_DONE ? OkStatus() : Error("showback query");
-  };
-  GPUVPA_RETURN_IF_ERROR(run(sql.metered, [&](sqlite3_stmt* st) {
-    b.AddMeteredPeriod(ColumnView(st, 0), ColumnView(st, 1), ColumnView(st, 2),
-                       sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4),
-                       sqlite3_column_int64(st, 5));
-    return OkStatus();
-  }));
-  GPUVPA_RETURN_IF_ERROR(run(sql.scan, [&](sqlite3_stmt* st) {
-    return b.AddScanned(ReadScanRow([&](int i) { return ColumnView(st, i); },
-                                    [&](int i) { return sqlite3_column_int64(st, i); }));
-  }));
-  GPUVPA_RETURN_IF_ERROR(run(sql.proposed, [&](sqlite3_stmt* st) {
-    return b.AddProposed(ColumnView(st, 0), sqlite3_column_int64(st, 1),
-                         sqlite3_column_int64(st, 2), ColumnView(st, 3),
-                         sqlite3_column_int64(st, 4));
-  }));
+    if (rc != SQLITE_DONE) return Error("showback query");
+  }
   return std::move(b).Finish();
 }
 

@@ -152,6 +152,7 @@ TEST_F(LedgerPostgresTest, AWriterRoleThatCanOnlyInsertAndSelectIsEnough) {
        {"CREATE ROLE gpuvpa_writer LOGIN", "GRANT CONNECT ON DATABASE ledger TO gpuvpa_writer",
         "GRANT USAGE ON SCHEMA public TO gpuvpa_writer",
         "GRANT SELECT, INSERT ON actions, charge_marks, gpuvpa_schema TO gpuvpa_writer",
+        "GRANT SELECT ON ledger_daily TO gpuvpa_writer",
         "GRANT USAGE ON SEQUENCE actions_seq_seq, charge_marks_seq_seq TO gpuvpa_writer"})
     ASSERT_EQ(place_.RawExec(sql), "") << sql;
   std::string url = place_.url();
@@ -164,6 +165,8 @@ TEST_F(LedgerPostgresTest, AWriterRoleThatCanOnlyInsertAndSelectIsEnough) {
   EXPECT_NE(place_.RawExec(as_writer + "DROP TABLE actions"), "");
   EXPECT_NE(place_.RawExec(as_writer + "DELETE FROM actions"), "");
   EXPECT_NE(place_.RawExec(as_writer + "UPDATE actions SET allocated_micro_usd = 0"), "");
+  EXPECT_NE(place_.RawExec(as_writer + "UPDATE ledger_daily SET allocated_micro_usd = 0"), "")
+      << "the daily totals are written by the schema owner's trigger only";
   EXPECT_EQ(*ledger_->CountRows(), 10);
 }
 

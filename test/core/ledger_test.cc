@@ -151,7 +151,9 @@ TEST_P(LedgerTest, FieldsOutsideTheirBoundsAreRefusedNamingFieldAndValue) {
 
 // Rows at the bound still overflow a sum when there are enough of them: showback refuses and
 // names the row that would overflow, never a wrapped total.
-TEST_P(LedgerTest, ShowbackThatWouldOverflowNamesTheRow) {
+// A day's total of one key past 2^63 - 1 is refused at append, all rows or none; a showback
+// whose sum would overflow names the daily total it was adding, or the row when it reads rows.
+TEST_P(LedgerTest, SumsThatWouldOverflowAreRefusedAndNamed) {
   std::vector<LedgerAction> rows;
   for (int i = 0; i < 93'000; ++i) {
     LedgerAction a = Action("big/" + std::to_string(i), ActionKind::kMeteredPeriod,
@@ -159,10 +161,26 @@ TEST_P(LedgerTest, ShowbackThatWouldOverflowNamesTheRow) {
     a.metered = kMaxLedgerMicroUsd;
     rows.push_back(a);
   }
+  Result<size_t> refused = ledger_->Append(rows);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("a daily total would pass 2^63 - 1"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(*ledger_->CountRows(), 0) << "nothing of the append was written";
+  // Half of them a day later: each day's total fits, the showback's does not.
+  for (size_t i = 0; i < rows.size(); i += 2) rows[i].time_s += 86'400;
   ASSERT_TRUE(ledger_->Append(rows).ok());
   Result<Showback> s = ledger_->QueryShowback({});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("sum overflows"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("adding the daily total of \"default/ns/w\" on 1970-01-0"),
+            std::string::npos)
+      << s.status().message();
+  ShowbackQuery every_row;
+  every_row.use_daily_totals = false;
+  s = ledger_->QueryShowback(every_row);
+  ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("adding row \"big/"), std::string::npos)
       << s.status().message();
 }
@@ -506,6 +524,128 @@ TEST_P(LedgerTest, EachStepEqualsAShowbackOverItsWindow) {
   EXPECT_EQ(many.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(many.status().message().find("more than 10000"), std::string::npos)
       << many.status().message();
+}
+
+// Showback through the daily totals equals showback over every row, exactly: every window,
+// step and grouping, rows within a day, instants, periods across midnight and across several
+// days, metered and unmeasured rows, savings, two clusters; appends retried (the totals count
+// each row once) and rows appended before the totals existed (the migration fills them).
+TEST_P(LedgerTest, DailyTotalsGiveTheFiguresOfEveryRow) {
+  constexpr int64_t kDay0 = 20'000 * 86'400;
+  uint64_t seed = 12345;
+  auto next = [&](uint64_t n) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>((seed >> 33) % n);
+  };
+  const ActionKind kinds[] = {ActionKind::kAllocatedUsage, ActionKind::kAllocatedUsage,
+                              ActionKind::kMeteredPeriod,  ActionKind::kAppliedChange,
+                              ActionKind::kRollback,       ActionKind::kRecommendation};
+  std::vector<LedgerAction> rows;
+  for (int i = 0; i < 1'500; ++i) {
+    const ActionKind kind = kinds[next(std::size(kinds))];
+    const bool instant = kind == ActionKind::kAppliedChange || kind == ActionKind::kRollback ||
+                         kind == ActionKind::kRecommendation || next(10) == 0;
+    LedgerAction a = Action("d-" + std::to_string(i), kind,
+                            kind == ActionKind::kRecommendation && next(3) == 0
+                                ? ActionStatus::kApplied
+                                : (kind == ActionKind::kRecommendation ? ActionStatus::kProposed
+                                                                       : ActionStatus::kApplied),
+                            "Deployment/w" + std::to_string(next(6)) + "/c",
+                            next(2) ? "search" : "research", kDay0 + next(12 * 86'400));
+    a.cluster = next(4) == 0 ? "east" : "";
+    a.namespace_name = "ns" + std::to_string(next(3));
+    a.gpu_model = next(2) ? "H100-80GB" : "A100-80GB";
+    a.before = next(2) ? "nvidia.com/gpu=1" : "nvidia.com/mig-3g.40gb=1";
+    if (!instant) {
+      // Within the hour, across midnight now and then, or over several days.
+      const int64_t lengths[] = {1 + next(3'600), 1 + next(50'000), 86'400 + next(3 * 86'400)};
+      a.period_start_s = a.time_s;
+      a.period_end_s = a.time_s + lengths[next(3)];
+      a.time_s = a.period_end_s;
+    }
+    a.allocated_gpu_time = 1'000'003 + next(5'000'000);
+    a.allocated = 2'000'011 + next(9'000'000);
+    a.used_vram = a.allocated / (2 + next(3));
+    a.used_sm = a.allocated / (3 + next(3));
+    a.usage_measured = next(6) != 0;
+    if (kind == ActionKind::kMeteredPeriod) {
+      a.metered_gpu_time = 500'001 + next(1'000'000);
+      a.metered = 900'007 + next(1'000'000);
+      a.reserved = 1'900'007 + next(1'000'000);
+    }
+    if (kind != ActionKind::kAllocatedUsage && kind != ActionKind::kMeteredPeriod) {
+      a.monthly_before = testing::Usd(1000 + next(1000));
+      a.monthly_after = testing::Usd(next(900));
+    }
+    rows.push_back(a);
+  }
+  const std::span<const LedgerAction> all(rows);
+  ASSERT_TRUE(ledger_->Append(all.first(500)).ok());
+  // The first 500 rows were there before the daily totals: the migration to schema 5 sums them.
+  ASSERT_EQ(RawExec(postgres() ? "DROP TRIGGER actions_daily ON actions; DROP TABLE ledger_daily; "
+                                 "DROP FUNCTION gpuvpa_add_daily(); DROP INDEX "
+                                 "actions_by_period_start; DROP INDEX actions_across_days; DELETE "
+                                 "FROM gpuvpa_schema WHERE version = 5"
+                               : "DROP TRIGGER actions_daily; DROP TABLE ledger_daily; DROP INDEX "
+                                 "actions_by_period_start; DROP INDEX actions_across_days; PRAGMA "
+                                 "user_version = 4"),
+            "");
+  ledger_.reset();
+  ledger_ = std::move(Ledger::Open(Path())).value();
+  ASSERT_EQ(ledger_->schema_version(), 5);
+  ASSERT_EQ(*ledger_->Append(all.subspan(500, 700)), 700u);
+  ASSERT_EQ(*ledger_->Append(all.subspan(300, 1'200)), 300u) << "a retried batch and 300 new";
+
+  auto compare = [&](ShowbackQuery q, const std::string& what) {
+    Result<std::vector<Showback>> daily = ledger_->QueryShowbackSteps(q);
+    q.use_daily_totals = false;
+    Result<std::vector<Showback>> every_row = ledger_->QueryShowbackSteps(q);
+    ASSERT_TRUE(daily.ok()) << what << ": " << daily.status().message();
+    ASSERT_TRUE(every_row.ok()) << what << ": " << every_row.status().message();
+    ASSERT_EQ(daily->size(), every_row->size()) << what;
+    for (size_t k = 0; k < daily->size(); ++k) {
+      const Showback& a = (*daily)[k];
+      const Showback& b = (*every_row)[k];
+      ASSERT_EQ(a.groups.size(), b.groups.size()) << what << ", step " << k;
+      for (size_t g = 0; g < a.groups.size(); ++g) {
+        EXPECT_EQ(a.groups[g].group, b.groups[g].group) << what;
+        EXPECT_EQ(Figures(a.groups[g]), Figures(b.groups[g]))
+            << what << ", step " << k << ", group " << a.groups[g].group;
+      }
+      EXPECT_EQ(Figures(a.total), Figures(b.total)) << what << ", step " << k;
+    }
+  };
+  const int64_t h = 3'600, d = 86'400;
+  const struct {
+    std::optional<int64_t> from, to, step;
+  } windows[] = {{std::nullopt, std::nullopt, std::nullopt},
+                 {kDay0, kDay0 + 7 * d, std::nullopt},
+                 {kDay0, kDay0 + 14 * d, d},
+                 {kDay0 + 3 * h, kDay0 + 8 * d + 5 * h, d},
+                 {kDay0 - 2 * d, kDay0 + 12 * d, 2 * d},
+                 {kDay0 + d, kDay0 + 4 * d, 6 * h},
+                 {kDay0 + 5 * h, kDay0 + 11 * d, 36 * h},
+                 {kDay0 + 5 * h, kDay0 + 9 * d + 2 * h, std::nullopt},
+                 {kDay0 + 2 * d + 7, kDay0 + 3 * d + 7, std::nullopt}};
+  int64_t billed = 0;
+  for (const auto& w : windows)
+    for (ShowbackGroup group : {ShowbackGroup::kCostCenter, ShowbackGroup::kGpuModel,
+                                ShowbackGroup::kCluster, ShowbackGroup::kAllocation})
+      for (std::optional<std::string> cluster : {std::optional<std::string>(), {"east"}}) {
+        ShowbackQuery q;
+        q.from_s = w.from;
+        q.to_s = w.to;
+        q.step_s = w.step;
+        q.group_by = group;
+        q.cluster = cluster;
+        compare(q, "window " + std::to_string(w.from.value_or(-1)) + ".." +
+                       std::to_string(w.to.value_or(-1)) + " step " +
+                       std::to_string(w.step.value_or(0)) + " group " +
+                       std::to_string(static_cast<int>(group)) + " cluster " +
+                       cluster.value_or("*"));
+        if (!w.from && !cluster) billed = ledger_->QueryShowback(q)->total.billed;
+      }
+  EXPECT_GT(billed, 0);
 }
 
 TEST(AllocationGroupTest, TextRoundTripsAndRefusesOtherShapes) {
