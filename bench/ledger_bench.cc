@@ -2,7 +2,8 @@
 // a million rows, and the cost API's allocation query over 1 and 10 million rows.
 //
 //   build/bin/ledger_bench
-//   GPUVPA_BENCH_KEEP=/var/tmp build/bin/ledger_bench --benchmark_filter='Allocation.*rows:10000000'
+//   GPUVPA_BENCH_KEEP=/var/tmp build/bin/ledger_bench
+//   --benchmark_filter='Allocation.*rows:10000000'
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -83,9 +84,9 @@ void BM_AllocationQuery30DaysByNamespace(benchmark::State& state) {
   // GPUVPA_BENCH_KEEP=DIR keeps the filled ledger there for the next run (filling 10 million
   // rows takes minutes; profile the query alone).
   const char* keep = std::getenv("GPUVPA_BENCH_KEEP");
-  const std::string path = keep != nullptr ? std::string(keep) + "/allocation-" +
-                                                 std::to_string(rows) + ".db"
-                                           : TempLedgerPath("allocation");
+  const std::string path = keep != nullptr
+                               ? std::string(keep) + "/allocation-" + std::to_string(rows) + ".db"
+                               : TempLedgerPath("allocation");
   auto ledger = std::move(Ledger::Open(path)).value();
   std::vector<LedgerAction> batch;
   for (int64_t n = *ledger->CountRows(); n < rows; ++n) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "core/base/names.h"
 #include "core/base/time_format.h"
@@ -190,8 +191,87 @@ double Rounded(double x) {
 // a / b, or 0 when b is 0 (never NaN).
 double Ratio(double a, double b) { return b == 0 ? 0 : a / b; }
 
-nlohmann::json AllocationJson(const std::string& name, const Allocation& a, int64_t from_s,
-                              int64_t to_s) {
+// JSON text written straight into a string: an allocation answer is megabytes, and building
+// a document tree of it first cost more than the ledger query.
+class JsonText {
+ public:
+  explicit JsonText(std::string& out) : out_(out) {}
+  // '{' or '['; Close with the matching character.
+  JsonText& Open(char c) {
+    Separate();
+    out_ += c;
+    first_ = true;
+    return *this;
+  }
+  JsonText& Close(char c) {
+    out_ += c;
+    first_ = false;
+    return *this;
+  }
+  JsonText& Key(std::string_view key) {
+    Str(key);
+    out_ += ':';
+    first_ = true;  // the value follows without a comma
+    return *this;
+  }
+  JsonText& Str(std::string_view v) {
+    Separate();
+    out_ += '"';
+    for (char c : v) {
+      if (c == '"' || c == '\\') {
+        out_ += '\\';
+        out_ += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        out_ += "\\u00";
+        out_ += kHex[(c >> 4) & 0xf];
+        out_ += kHex[c & 0xf];
+      } else {
+        out_ += c;
+      }
+    }
+    out_ += '"';
+    return *this;
+  }
+  // Finite numbers only (Rounded's): the shortest text that reads back the same.
+  JsonText& Num(double v) {
+    Separate();
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, std::isfinite(v) ? v : 0.0);
+    out_.append(buf, ec == std::errc() ? end : buf);
+    return *this;
+  }
+  JsonText& Int(int64_t v) {
+    Separate();
+    char buf[24];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out_.append(buf, ec == std::errc() ? end : buf);
+    return *this;
+  }
+  JsonText& Bool(bool v) {
+    Separate();
+    out_ += v ? "true" : "false";
+    return *this;
+  }
+  JsonText& Null() {
+    Separate();
+    out_ += "null";
+    return *this;
+  }
+  // `text`, or null when it is empty.
+  JsonText& StrOrNull(std::string_view text) { return text.empty() ? Null() : Str(text); }
+
+ private:
+  void Separate() {
+    if (!first_) out_ += ',';
+    first_ = false;
+  }
+  std::string& out_;
+  bool first_ = true;
+};
+
+void WriteAllocation(JsonText& j, std::string_view name, const Allocation& a, int64_t from_s,
+                     int64_t to_s) {
   const ShowbackRow& r = a.sums;
   const double hours = static_cast<double>(to_s - from_s) / 3600;
   const double gpu_hours = MilliGpuSecondsToGpuHours(r.billed_gpu_time);
@@ -203,18 +283,13 @@ nlohmann::json AllocationJson(const std::string& name, const Allocation& a, int6
           ? std::clamp(Ratio(static_cast<double>(r.used_vram), static_cast<double>(r.allocated)),
                        0.0, 1.0)
           : 0.0;
-  nlohmann::json properties = nlohmann::json::object();
-  for (const auto& [key, value] : a.properties) properties[key] = value;
-  properties["labels"] = nlohmann::json::object();
   const std::string start = FormatTimestamp(static_cast<double>(from_s));
   const std::string end = FormatTimestamp(static_cast<double>(to_s));
-  nlohmann::json j;
-  j["name"] = name;
-  j["properties"] = properties;
-  j["window"] = {{"start", start}, {"end", end}};
-  j["start"] = start;
-  j["end"] = end;
-  j["minutes"] = Rounded(hours * 60);
+  j.Open('{').Key("name").Str(name).Key("properties").Open('{');
+  for (const auto& [key, value] : a.properties) j.Key(key).Str(value);
+  j.Key("labels").Open('{').Close('}').Close('}');
+  j.Key("window").Open('{').Key("start").Str(start).Key("end").Str(end).Close('}');
+  j.Key("start").Str(start).Key("end").Str(end).Key("minutes").Num(Rounded(hours * 60));
   for (const char* zero : {"cpuCores",
                            "cpuCoreRequestAverage",
                            "cpuCoreUsageAverage",
@@ -245,40 +320,46 @@ nlohmann::json AllocationJson(const std::string& name, const Allocation& a, int6
                            "sharedCost",
                            "externalCost",
                            "gpuCostAdjustment"})
-    j[zero] = 0;
-  j["gpuCount"] = Rounded(Ratio(gpu_hours, hours));
-  j["gpuHours"] = Rounded(gpu_hours);
-  j["gpuCost"] = Rounded(MicroToUsd(r.billed));
-  j["gpuCostIdle"] = Rounded(measured ? MicroToUsd(std::max<MicroUsd>(r.idle_tax_vram, 0)) : 0);
-  j["gpuEfficiency"] = Rounded(efficiency);
+    j.Key(zero).Int(0);
+  j.Key("gpuCount").Num(Rounded(Ratio(gpu_hours, hours)));
+  j.Key("gpuHours").Num(Rounded(gpu_hours));
+  j.Key("gpuCost").Num(Rounded(MicroToUsd(r.billed)));
+  j.Key("gpuCostIdle")
+      .Num(Rounded(measured ? MicroToUsd(std::max<MicroUsd>(r.idle_tax_vram, 0)) : 0));
+  j.Key("gpuEfficiency").Num(Rounded(efficiency));
   const Result<GpuAllocation> held = ParseGpuAllocation(a.resource);
   const std::string mig = MigProfileOf(held);
   const bool shared = held.ok() && (held->kind == AllocationKind::kSharedReplica ||
                                     held->kind == AllocationKind::kMilliGpu);
-  nlohmann::json gpu = {
-      {"gpuDevice", ""},
-      {"gpuModel", a.properties.count("gpuModel") ? a.properties.at("gpuModel") : std::string()},
-      {"gpuUUID", ""},
-      {"isGPUShared", shared},
-      {"gpuUsageAverage", Rounded(Ratio(allocated_hours, hours) * efficiency)},
-      {"gpuRequestAverage", Rounded(Ratio(allocated_hours, hours))}};
-  j["gpuAllocation"] = gpu;
-  j["totalCost"] = Rounded(MicroToUsd(r.billed));
-  j["totalEfficiency"] = Rounded(efficiency);
-  j["rawAllocationOnly"] = nullptr;
+  const auto model = a.properties.find("gpuModel");
+  j.Key("gpuAllocation").Open('{');
+  j.Key("gpuDevice").Str("");
+  j.Key("gpuModel").Str(model != a.properties.end() ? std::string_view(model->second) : "");
+  j.Key("gpuUUID").Str("");
+  j.Key("isGPUShared").Bool(shared);
+  j.Key("gpuUsageAverage").Num(Rounded(Ratio(allocated_hours, hours) * efficiency));
+  j.Key("gpuRequestAverage").Num(Rounded(Ratio(allocated_hours, hours)));
+  j.Close('}');
+  j.Key("totalCost").Num(Rounded(MicroToUsd(r.billed)));
+  j.Key("totalEfficiency").Num(Rounded(efficiency));
+  j.Key("rawAllocationOnly").Null();
   // What only gpuvpa knows, exact: integers in micro-dollars and milli-GPU-seconds.
-  nlohmann::json ext;
-  ext["basis"] = r.billed_metered == r.billed && r.billed > 0 ? "metered" : "allocation";
-  ext["usageMeasured"] = measured;
-  ext["resource"] = a.resource.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.resource);
-  ext["migProfile"] = mig.empty() ? nlohmann::json(nullptr) : nlohmann::json(mig);
-  nlohmann::json fraction = nullptr;
-  if (held.ok() && a.properties.count("gpuModel") > 0) {
-    Result<const GpuModel*> model = GpuCatalog::BuiltIn().FindModel(a.properties.at("gpuModel"));
-    if (model.ok())
-      if (Result<double> f = DeviceFraction(*held, *model); f.ok()) fraction = Rounded(*f);
+  j.Key("gpuvpa").Open('{');
+  j.Key("basis").Str(r.billed_metered == r.billed && r.billed > 0 ? "metered" : "allocation");
+  j.Key("usageMeasured").Bool(measured);
+  j.Key("resource").StrOrNull(a.resource);
+  j.Key("migProfile").StrOrNull(mig);
+  j.Key("deviceFraction");
+  std::optional<double> fraction;
+  if (held.ok() && model != a.properties.end()) {
+    Result<const GpuModel*> m = GpuCatalog::BuiltIn().FindModel(model->second);
+    if (m.ok())
+      if (Result<double> f = DeviceFraction(*held, *m); f.ok()) fraction = Rounded(*f);
   }
-  ext["deviceFraction"] = fraction;
+  if (fraction)
+    j.Num(*fraction);
+  else
+    j.Null();
   const std::pair<const char*, int64_t> exact[] = {
       {"billedMicroUsd", r.billed},
       {"billedMeteredMicroUsd", r.billed_metered},
@@ -293,12 +374,17 @@ nlohmann::json AllocationJson(const std::string& name, const Allocation& a, int6
       {"billedMilliGpuSeconds", r.billed_gpu_time},
       {"allocatedMilliGpuSeconds", r.allocated_gpu_time},
       {"meteredMilliGpuSeconds", r.metered_gpu_time}};
-  for (const auto& [key, value] : exact) ext[key] = value;
+  for (const auto& [key, value] : exact) j.Key(key).Int(value);
   // Idle tax is unknown, not $0, where no usage was measured.
-  ext["idleTaxVramMicroUsd"] = r.usage_measured ? nlohmann::json(r.idle_tax_vram) : nullptr;
-  ext["idleTaxSmMicroUsd"] = r.usage_measured ? nlohmann::json(r.idle_tax_sm) : nullptr;
-  j["gpuvpa"] = ext;
-  return j;
+  for (const auto& [key, value] :
+       {std::pair{"idleTaxVramMicroUsd", r.idle_tax_vram}, {"idleTaxSmMicroUsd", r.idle_tax_sm}}) {
+    j.Key(key);
+    if (r.usage_measured)
+      j.Int(value);
+    else
+      j.Null();
+  }
+  j.Close('}').Close('}');
 }
 
 Status AddAllocation(Allocation& to, const ShowbackRow& row, const AllocationGroup& g,
@@ -320,35 +406,54 @@ Status AddAllocation(Allocation& to, const ShowbackRow& row, const AllocationGro
         to.properties.erase(it);
     if (to.resource != g.resource) to.resource.clear();
   }
-  return AddShowbackRow(to.sums, row, "allocation " + QuoteForError(g.workload));
+  return AddShowbackRow(to.sums, row, "allocation", g.workload);
+}
+
+// A finest group as the aggregation sees it: its parts, and the name it is summed under.
+struct Finest {
+  AllocationGroup group;  // views into the showback's group text
+  AllocationNames names;
+  std::string name;
+};
+// By group text: the steps of one answer share their groups.
+using FinestCache = std::unordered_map<std::string_view, Finest>;
+
+Result<const Finest*> FinestOf(const std::string& text, const AllocationRequest& request,
+                               FinestCache& cache) {
+  if (auto it = cache.find(text); it != cache.end()) return &it->second;
+  Result<AllocationGroup> g = ParseAllocationGroup(text);
+  if (!g.ok()) return g.status();
+  Finest f{*g, SplitWorkload(g->workload), ""};
+  if (request.aggregate.empty()) {
+    // OpenCost's unaggregated name is cluster/node/namespace/pod/container; the ledger's
+    // finest is the workload-container.
+    for (std::string_view part :
+         {f.group.cluster, f.group.namespace_name, std::string_view(f.names.controller_kind),
+          std::string_view(f.names.controller), std::string_view(f.names.container)})
+      f.name.append(f.name.empty() ? "" : "/").append(part.empty() ? kUnallocated : part);
+  } else {
+    for (const AggregateBy& by : request.aggregate)
+      f.name.append(f.name.empty() ? "" : "/").append(ValueOf(by, f.group, f.names));
+  }
+  return &cache.emplace(text, std::move(f)).first->second;
 }
 
 // One step's map: the finest groups summed into the names the aggregation gives them.
-Result<nlohmann::json> StepJson(const Showback& step, const AllocationRequest& request) {
-  std::map<std::string, Allocation> by_name;
+Status WriteStep(JsonText& j, const Showback& step, const AllocationRequest& request,
+                 FinestCache& cache) {
+  std::map<std::string_view, Allocation> by_name;
   for (const ShowbackRow& row : step.groups) {
-    Result<AllocationGroup> g = ParseAllocationGroup(row.group);
-    if (!g.ok()) return g.status();
-    const AllocationNames n = SplitWorkload(g->workload);
-    std::string name;
-    if (request.aggregate.empty()) {
-      // OpenCost's unaggregated name is cluster/node/namespace/pod/container; the ledger's
-      // finest is the workload-container.
-      for (std::string_view part :
-           {g->cluster, g->namespace_name, std::string_view(n.controller_kind),
-            std::string_view(n.controller), std::string_view(n.container)})
-        name += (name.empty() ? "" : "/") +
-                (part.empty() ? std::string(kUnallocated) : std::string(part));
-    } else {
-      for (const AggregateBy& by : request.aggregate)
-        name += (name.empty() ? "" : "/") + ValueOf(by, *g, n);
-    }
-    GPUVPA_RETURN_IF_ERROR(AddAllocation(by_name[name], row, *g, n));
+    Result<const Finest*> f = FinestOf(row.group, request, cache);
+    if (!f.ok()) return f.status();
+    GPUVPA_RETURN_IF_ERROR(AddAllocation(by_name[(*f)->name], row, (*f)->group, (*f)->names));
   }
-  nlohmann::json map = nlohmann::json::object();
-  for (const auto& [name, a] : by_name)
-    map[name] = AllocationJson(name, a, *step.from_s, *step.to_s);
-  return map;
+  j.Open('{');
+  for (const auto& [key, a] : by_name) {
+    j.Key(key);
+    WriteAllocation(j, key, a, *step.from_s, *step.to_s);
+  }
+  j.Close('}');
+  return OkStatus();
 }
 
 }  // namespace
@@ -485,14 +590,13 @@ ShowbackQuery AllocationShowbackQuery(const AllocationRequest& request) {
 Result<std::string> AllocationResponse(const Ledger& ledger, const AllocationRequest& request) {
   Result<std::vector<Showback>> steps = ledger.QueryShowbackSteps(AllocationShowbackQuery(request));
   if (!steps.ok()) return steps.status();
-  nlohmann::json data = nlohmann::json::array();
-  for (const Showback& step : *steps) {
-    Result<nlohmann::json> map = StepJson(step, request);
-    if (!map.ok()) return map.status();
-    data.push_back(std::move(*map));
-  }
-  nlohmann::json doc = {{"code", 200}, {"status", "success"}, {"data", std::move(data)}};
-  return doc.dump();
+  std::string out;
+  JsonText j(out);
+  j.Open('{').Key("code").Int(200).Key("status").Str("success").Key("data").Open('[');
+  FinestCache cache;
+  for (const Showback& step : *steps) GPUVPA_RETURN_IF_ERROR(WriteStep(j, step, request, cache));
+  j.Close(']').Close('}');
+  return out;
 }
 
 std::string AllocationErrorBody(int code, std::string_view message) {

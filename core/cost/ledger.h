@@ -136,8 +136,10 @@ struct ShowbackRow {
   bool usage_unmeasured = false;
 };
 
-// to += add, every amount (the usage flags or'ed); an overflow is an error naming `what`.
-Status AddShowbackRow(ShowbackRow& to, const ShowbackRow& add, std::string_view what);
+// to += add, every amount (the usage flags or'ed); an overflow is an error naming what was
+// added: `what` and `name` ("allocation", "default/ns/w"; the text is built only then).
+Status AddShowbackRow(ShowbackRow& to, const ShowbackRow& add, std::string_view what,
+                      std::string_view name);
 
 struct Showback {
   std::optional<int64_t> from_s;  // the window asked for

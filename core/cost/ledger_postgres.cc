@@ -137,22 +137,7 @@ CREATE TABLE ledger_daily (
 CREATE FUNCTION gpuvpa_add_daily() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
   SET search_path FROM CURRENT AS $$
 BEGIN
-  INSERT INTO ledger_daily SELECT
-    CASE WHEN period_end_s > period_start_s THEN period_start_s ELSE time_s END / 86400 AS d,
-    cluster, namespace, workload, cost_center, gpu_model, before, COUNT(*), SUM(usage_measured),
-    SUM(CASE WHEN kind = 'metered_period' THEN 1 ELSE 0 END), SUM(allocated_milli_gpu_s),
-    SUM(allocated_micro_usd), SUM(used_vram_micro_usd), SUM(used_sm_micro_usd),
-    SUM(usage_measured * allocated_micro_usd), SUM(usage_measured * used_vram_micro_usd),
-    SUM(usage_measured * used_sm_micro_usd),
-    SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
-        THEN monthly_before_micro_usd ELSE 0 END),
-    SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
-        THEN monthly_after_micro_usd ELSE 0 END),
-    SUM(metered_milli_gpu_s), SUM(metered_micro_usd), SUM(reserved_micro_usd)
-    FROM new_rows
-    WHERE period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / 86400
-    GROUP BY 1, 2, 3, 4, 5, 6, 7
-    ORDER BY 1, 2, 3, 4, 5, 6, 7
+  INSERT INTO ledger_daily {{daily totals of new_rows}}
   ON CONFLICT (day, cluster, namespace, workload, cost_center, gpu_model, before) DO UPDATE SET
     row_count = ledger_daily.row_count + excluded.row_count,
     measured_rows = ledger_daily.measured_rows + excluded.measured_rows,
@@ -177,21 +162,7 @@ BEGIN
   RETURN NULL;
 END
 $$;
-INSERT INTO ledger_daily SELECT
-  CASE WHEN period_end_s > period_start_s THEN period_start_s ELSE time_s END / 86400, cluster,
-  namespace, workload, cost_center, gpu_model, before, COUNT(*), SUM(usage_measured),
-    SUM(CASE WHEN kind = 'metered_period' THEN 1 ELSE 0 END), SUM(allocated_milli_gpu_s),
-    SUM(allocated_micro_usd), SUM(used_vram_micro_usd), SUM(used_sm_micro_usd),
-    SUM(usage_measured * allocated_micro_usd), SUM(usage_measured * used_vram_micro_usd),
-    SUM(usage_measured * used_sm_micro_usd),
-    SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
-        THEN monthly_before_micro_usd ELSE 0 END),
-    SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
-        THEN monthly_after_micro_usd ELSE 0 END),
-    SUM(metered_milli_gpu_s), SUM(metered_micro_usd), SUM(reserved_micro_usd)
-  FROM actions
-  WHERE period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / 86400
-  GROUP BY 1, 2, 3, 4, 5, 6, 7;
+INSERT INTO ledger_daily {{daily totals of actions}};
 CREATE TRIGGER actions_daily AFTER INSERT ON actions REFERENCING NEW TABLE AS new_rows
   FOR EACH STATEMENT EXECUTE FUNCTION gpuvpa_add_daily();
 CREATE INDEX actions_by_period_start ON actions (period_start_s);
@@ -378,8 +349,7 @@ Status PostgresLedger::Failure(const PGresult* r, const std::string& what) const
     return UnavailableError(message);
   if (sqlstate == "40001" || sqlstate == "40P01") return Status(StatusCode::kAborted, message);
   // bigint out of range: ledger_daily's trigger adding past 2^63 - 1.
-  if (sqlstate == "22003")
-    return DailyTotalOverflow("ledger " + shown_ + ": " + what);
+  if (sqlstate == "22003") return DailyTotalOverflow("ledger " + shown_ + ": " + what);
   return InternalError(message + (sqlstate.empty() ? "" : " (SQLSTATE " + sqlstate + ")"));
 }
 
@@ -442,7 +412,7 @@ Status PostgresLedger::Migrate() {
       // One step and its version row commit together.
       const int next = schema_version_ + 1;
       Status step =
-          Exec(WithCluster(kMigrations[static_cast<size_t>(schema_version_)], options().cluster),
+          Exec(MigrationText(kMigrations[static_cast<size_t>(schema_version_)], options().cluster),
                "migrating to schema version " + std::to_string(next));
       if (step.ok())
         step = Exec("INSERT INTO gpuvpa_schema (version) VALUES (" + std::to_string(next) + ")",

@@ -168,7 +168,7 @@ Result<ShowbackBuilder> ShowbackBuilder::Start(const ShowbackQuery& query) {
     return InvalidArgumentError("showback window is empty: from " + std::to_string(b.from_) +
                                 " is not before to " + std::to_string(b.to_));
   if (!query.step_s) {
-    b.steps_.push_back({b.from_, b.to_, {}, {}});
+    b.steps_.push_back({b.from_, b.to_});
     return b;
   }
   if (!query.from_s || !query.to_s)
@@ -188,7 +188,7 @@ Result<ShowbackBuilder> ShowbackBuilder::Start(const ShowbackQuery& query) {
   b.step_ = *query.step_s;
   for (int64_t start = b.from_; start < b.to_;) {
     const int64_t end = b.to_ - start > b.step_ ? start + b.step_ : b.to_;
-    b.steps_.push_back({start, end, {}, {}});
+    b.steps_.push_back({start, end});
     start = end;
   }
   return b;
@@ -283,13 +283,21 @@ std::pair<size_t, size_t> ShowbackBuilder::StepsOf(int64_t start, int64_t end,
   return {step_of(start), step_of(end - 1)};
 }
 
-ShowbackRow& ShowbackBuilder::AllocationIn(size_t k, const AllocationGroup& g) {
+uint32_t ShowbackBuilder::AllocationId(const AllocationGroup& g) {
   AssignAllocationGroupText(g, group_key_);
-  auto& allocations = steps_[k].allocations;
-  auto it = allocations.find(group_key_);
-  if (it == allocations.end())
-    it = allocations.emplace(group_key_, ShowbackRow{group_key_}).first;
-  return it->second;
+  if (auto it = allocation_ids_.find(group_key_); it != allocation_ids_.end()) return it->second;
+  workload_key_.assign(g.cluster)
+      .append("\x1f")
+      .append(g.namespace_name)
+      .append("\x1f")
+      .append(g.workload);
+  auto workload = workload_ids_.find(workload_key_);
+  if (workload == workload_ids_.end())
+    workload = workload_ids_.emplace(workload_key_, workload_ids_.size()).first;
+  const auto id = static_cast<uint32_t>(allocation_texts_.size());
+  allocation_texts_.push_back(&allocation_ids_.emplace(group_key_, id).first->first);
+  allocation_workload_.push_back(workload->second);
+  return id;
 }
 
 Status ShowbackBuilder::AddScanned(const ScanRow& in) {
@@ -300,23 +308,16 @@ Status ShowbackBuilder::AddScanned(const ScanRow& in) {
   const bool realised = applied && (in.kind == ActionKindName(ActionKind::kAppliedChange) ||
                                     in.kind == ActionKindName(ActionKind::kRollback));
   const bool metered_period = in.kind == ActionKindName(ActionKind::kMeteredPeriod);
-  if (metered_period)
-    workload_key_.assign(in.cluster)
-        .append("\x1f")
-        .append(in.namespace_name)
-        .append("\x1f")
-        .append(in.workload);
-  const AllocationGroup g{in.cluster,     in.namespace_name, in.workload,
-                          in.cost_center, in.gpu_model,      in.before};
+  const uint32_t id = AllocationId(
+      {in.cluster, in.namespace_name, in.workload, in.cost_center, in.gpu_model, in.before});
   for (size_t k = first; k <= last; ++k) {
-    Step& step = steps_[k];
+    const Step& step = steps_[k];
     // The share of the row's period inside the step's window; a period that only touches the
     // step's edge is not in it.
     const int64_t whole = end > start ? end - start : 1;
     const int64_t part = end > start ? std::min(end, step.to) - std::max(start, step.from) : 1;
     if (part <= 0) continue;
-    if (metered_period && !step.metered_workloads.contains(workload_key_))
-      step.metered_workloads.emplace(workload_key_);
+    if (metered_period) metered_.insert(StepKey(k, allocation_workload_[id]));
     auto prorated = [&](int64_t amount) { return Prorate(amount, part, whole); };
     ShowbackRow r;
     r.allocated_gpu_time = prorated(in.allocated_gpu_time);
@@ -331,7 +332,7 @@ Status ShowbackBuilder::AddScanned(const ScanRow& in) {
     r.metered_gpu_time = prorated(in.metered_gpu_time);
     r.metered = prorated(in.metered);
     r.reserved = prorated(in.reserved);
-    ShowbackRow& to = AllocationIn(k, g);
+    ShowbackRow& to = sums_[StepKey(k, id)];
     if (in.usage_measured)
       to.usage_measured = true;
     else
@@ -345,15 +346,9 @@ Status ShowbackBuilder::AddDaily(const DailyRow& in) {
   // A day that is not whole in one step is read from its rows instead.
   if (!DayInOneStep(in.day * kDayS)) return OkStatus();
   const size_t k = StepsOf(in.day * kDayS, in.day * kDayS + kDayS, 0).first;
-  if (in.metered_periods > 0) {
-    workload_key_.assign(in.cluster)
-        .append("\x1f")
-        .append(in.namespace_name)
-        .append("\x1f")
-        .append(in.workload);
-    if (!steps_[k].metered_workloads.contains(workload_key_))
-      steps_[k].metered_workloads.emplace(workload_key_);
-  }
+  const uint32_t id = AllocationId(
+      {in.cluster, in.namespace_name, in.workload, in.cost_center, in.gpu_model, in.before});
+  if (in.metered_periods > 0) metered_.insert(StepKey(k, allocation_workload_[id]));
   // Whole rows: the sums are the rows' own amounts, unprorated (each at most 2^63 - 1: the
   // differences below cannot overflow).
   ShowbackRow r;
@@ -367,8 +362,7 @@ Status ShowbackBuilder::AddDaily(const DailyRow& in) {
   r.metered_gpu_time = in.metered_gpu_time;
   r.metered = in.metered;
   r.reserved = in.reserved;
-  ShowbackRow& to = AllocationIn(
-      k, {in.cluster, in.namespace_name, in.workload, in.cost_center, in.gpu_model, in.before});
+  ShowbackRow& to = sums_[StepKey(k, id)];
   if (in.measured_rows > 0) to.usage_measured = true;
   if (in.rows > in.measured_rows) to.usage_unmeasured = true;
   return AddRow(to, r, [&] {
@@ -382,36 +376,46 @@ Status ShowbackBuilder::AddDaily(const DailyRow& in) {
 Status ShowbackBuilder::AddProposed(const AllocationGroup& g, int64_t monthly_before,
                                     int64_t monthly_after, std::string_view action_id,
                                     int64_t time_s) {
-  Step& step = steps_[StepsOf(time_s, time_s, time_s).first];
   // A workload's latest recommendation lies in the step, so its allocation was summed there.
   AssignAllocationGroupText(g, group_key_);
-  auto it = step.allocations.find(group_key_);
-  if (it == step.allocations.end()) return OkStatus();
+  const auto id = allocation_ids_.find(group_key_);
+  if (id == allocation_ids_.end()) return OkStatus();
+  const auto it = sums_.find(StepKey(StepsOf(time_s, time_s, time_s).first, id->second));
+  if (it == sums_.end()) return OkStatus();
   // Each amount is within [0, kMaxLedgerMicroUsd]: the difference cannot overflow.
-  return CheckedAdd(it->second.savings_proposed_monthly, monthly_before - monthly_after,
-                    "showback " + it->second.group + ", adding row " + QuoteForError(action_id));
+  return CheckedAdd(
+      it->second.savings_proposed_monthly, monthly_before - monthly_after,
+      "showback " + QuoteForError(group_key_) + ", adding row " + QuoteForError(action_id));
 }
 
 Result<std::vector<Showback>> ShowbackBuilder::Finish() && {
+  // Each step's allocations, in the order of their text.
+  std::vector<uint32_t> order(allocation_texts_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return *allocation_texts_[a] < *allocation_texts_[b]; });
+  std::vector<uint32_t> rank(order.size());
+  for (uint32_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
+  std::vector<std::vector<std::pair<uint32_t, ShowbackRow*>>> by_step(steps_.size());
+  for (auto& [key, row] : sums_)
+    by_step[key >> 32].push_back({static_cast<uint32_t>(key & 0xffffffff), &row});
   std::vector<Showback> out;
   out.reserve(steps_.size());
   const bool stepped = query_.step_s.has_value();
-  for (Step& step : steps_) {
+  for (size_t k = 0; k < steps_.size(); ++k) {
     Showback& s = out.emplace_back();
-    s.from_s = stepped ? std::optional(step.from) : query_.from_s;
-    s.to_s = stepped ? std::optional(step.to) : query_.to_s;
-    std::unordered_map<std::string_view, ShowbackRow> groups;
-    for (auto& [text, a] : step.allocations) {
-      Result<AllocationGroup> g = ParseAllocationGroup(text);
-      if (!g.ok()) return g.status();
+    s.from_s = stepped ? std::optional(steps_[k].from) : query_.from_s;
+    s.to_s = stepped ? std::optional(steps_[k].to) : query_.to_s;
+    auto& allocations = by_step[k];
+    std::sort(allocations.begin(), allocations.end(),
+              [&](const auto& a, const auto& b) { return rank[a.first] < rank[b.first]; });
+    std::map<std::string_view, ShowbackRow> groups;
+    for (auto& [id, row] : allocations) {
+      ShowbackRow& a = *row;
+      const std::string& text = *allocation_texts_[id];
       // The bill, each GPU-second once: a workload metered in the step is billed its metered
       // time, its allocation estimate left out.
-      workload_key_.assign(g->cluster)
-          .append("\x1f")
-          .append(g->namespace_name)
-          .append("\x1f")
-          .append(g->workload);
-      const bool metered = step.metered_workloads.contains(workload_key_);
+      const bool metered = metered_.contains(StepKey(k, allocation_workload_[id]));
       a.billed_metered = a.metered;
       a.allocated_unbilled = metered ? a.allocated : 0;
       a.billed = a.metered;
@@ -422,26 +426,25 @@ Result<std::vector<Showback>> ShowbackBuilder::Finish() && {
         return InvalidArgumentError("showback " + QuoteForError(text) +
                                     ": billed sum overflows (metered plus allocated)");
       if (query_.group_by == ShowbackGroup::kAllocation) {
+        a.group = text;
         s.groups.push_back(std::move(a));
         continue;
       }
-      const std::string_view group = query_.group_by == ShowbackGroup::kGpuModel ? g->gpu_model
-                                     : query_.group_by == ShowbackGroup::kCluster
-                                         ? g->cluster
-                                         : g->cost_center;
+      Result<AllocationGroup> g = ParseAllocationGroup(text);
+      if (!g.ok()) return g.status();
+      const std::string_view group = query_.group_by == ShowbackGroup::kGpuModel  ? g->gpu_model
+                                     : query_.group_by == ShowbackGroup::kCluster ? g->cluster
+                                                                                  : g->cost_center;
       auto it = groups.find(group);
       if (it == groups.end()) it = groups.emplace(group, ShowbackRow{std::string(group)}).first;
-      GPUVPA_RETURN_IF_ERROR(
-          AddShowbackRow(it->second, a, "allocation " + QuoteForError(g->workload)));
+      GPUVPA_RETURN_IF_ERROR(AddShowbackRow(it->second, a, "allocation", g->workload));
     }
     for (auto& [key, row] : groups) s.groups.push_back(std::move(row));
-    std::sort(s.groups.begin(), s.groups.end(),
-              [](const ShowbackRow& a, const ShowbackRow& b) { return a.group < b.group; });
     // Integer sums: the total of the groups is exact, and every row belongs to exactly one
     // group (the grouping columns are NOT NULL).
     s.total.group = "TOTAL";
     for (const ShowbackRow& r : s.groups)
-      GPUVPA_RETURN_IF_ERROR(AddShowbackRow(s.total, r, "group " + QuoteForError(r.group)));
+      GPUVPA_RETURN_IF_ERROR(AddShowbackRow(s.total, r, "group", r.group));
   }
   return out;
 }
@@ -450,8 +453,10 @@ Result<std::vector<Showback>> ShowbackBuilder::Finish() && {
 
 namespace gpuvpa {
 
-Status AddShowbackRow(ShowbackRow& to, const ShowbackRow& add, std::string_view what) {
-  GPUVPA_RETURN_IF_ERROR(ledger_sql::AddRow(to, add, [&] { return std::string(what); }));
+Status AddShowbackRow(ShowbackRow& to, const ShowbackRow& add, std::string_view what,
+                      std::string_view name) {
+  GPUVPA_RETURN_IF_ERROR(
+      ledger_sql::AddRow(to, add, [&] { return std::string(what) + " " + QuoteForError(name); }));
   to.usage_measured |= add.usage_measured;
   to.usage_unmeasured |= add.usage_unmeasured;
   return OkStatus();
@@ -461,11 +466,31 @@ Status AddShowbackRow(ShowbackRow& to, const ShowbackRow& add, std::string_view 
 
 namespace gpuvpa::ledger_sql {
 
-std::string WithCluster(std::string_view sql, std::string_view cluster) {
+std::string DailyTotalsSelect(std::string_view source) {
+  return "SELECT CASE WHEN period_end_s > period_start_s THEN period_start_s ELSE time_s END / "
+         "86400, cluster, namespace, workload, cost_center, gpu_model, before, COUNT(*), "
+         "SUM(usage_measured), SUM(CASE WHEN kind = 'metered_period' THEN 1 ELSE 0 END), "
+         "SUM(allocated_milli_gpu_s), SUM(allocated_micro_usd), SUM(used_vram_micro_usd), "
+         "SUM(used_sm_micro_usd), SUM(usage_measured * allocated_micro_usd), SUM(usage_measured * "
+         "used_vram_micro_usd), SUM(usage_measured * used_sm_micro_usd), SUM(CASE WHEN status = "
+         "'applied' AND kind IN ('applied_change', 'rollback') THEN monthly_before_micro_usd ELSE "
+         "0 END), SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback') THEN "
+         "monthly_after_micro_usd ELSE 0 END), SUM(metered_milli_gpu_s), SUM(metered_micro_usd), "
+         "SUM(reserved_micro_usd) FROM " +
+         std::string(source) +
+         " WHERE period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / "
+         "86400 GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7";
+}
+
+std::string MigrationText(std::string_view sql, std::string_view cluster) {
   std::string out(sql);
-  constexpr std::string_view kMark = "{{cluster}}";
-  for (size_t p = out.find(kMark); p != std::string::npos; p = out.find(kMark, p + cluster.size()))
-    out.replace(p, kMark.size(), cluster);
+  auto replace = [&](std::string_view mark, const std::string& with) {
+    for (size_t p = out.find(mark); p != std::string::npos; p = out.find(mark, p + with.size()))
+      out.replace(p, mark.size(), with);
+  };
+  replace("{{cluster}}", std::string(cluster));
+  for (std::string_view source : {"actions", "new_rows"})
+    replace("{{daily totals of " + std::string(source) + "}}", DailyTotalsSelect(source));
   return out;
 }
 

@@ -281,23 +281,23 @@ class ShowbackBuilder {
  private:
   struct Step {
     int64_t from, to;
-    // Looked up by string_view: no string is built per row.
-    struct TextHash {
-      using is_transparent = void;
-      size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-    };
-    // cluster \x1f namespace \x1f workload
-    std::unordered_set<std::string, TextHash, std::equal_to<>> metered_workloads;
-    // By AllocationGroupText; not yet priced (billed* are set by Finish).
-    std::unordered_map<std::string, ShowbackRow, TextHash, std::equal_to<>> allocations;
   };
+  // Looked up by string_view: no string is built per row.
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  using TextIds = std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>;
+  // (step << 32) | id: the sums and flags of an allocation or workload in a step.
+  static uint64_t StepKey(size_t k, uint32_t id) { return (uint64_t{k} << 32) | id; }
+
   explicit ShowbackBuilder(const ShowbackQuery& query);
   Status AddScanned(const ScanRow& row);
   Status AddDaily(const DailyRow& row);
   Status AddProposed(const AllocationGroup& g, int64_t monthly_before, int64_t monthly_after,
                      std::string_view action_id, int64_t time_s);
-  // The allocation of `g` in step `k` (added when new); sets workload_key_.
-  ShowbackRow& AllocationIn(size_t k, const AllocationGroup& g);
+  // The id of `g`'s allocation (numbered when new, with its workload's).
+  uint32_t AllocationId(const AllocationGroup& g);
   // The steps [first, last] that [start, end) overlaps (an instant: end <= start, at time_s).
   std::pair<size_t, size_t> StepsOf(int64_t start, int64_t end, int64_t time_s) const;
   // Whether the UTC day that starts at `day_start_s` lies whole inside the window and one step.
@@ -307,8 +307,17 @@ class ShowbackBuilder {
   int64_t to_;
   int64_t step_;
   std::vector<Step> steps_;
-  std::string workload_key_;  // reused: cluster \x1f namespace \x1f workload
-  std::string group_key_;     // reused: an AllocationGroupText
+  // Allocations (AllocationGroupText) and workloads (cluster \x1f namespace \x1f workload) by
+  // id; an allocation's workload.
+  TextIds allocation_ids_, workload_ids_;
+  std::vector<const std::string*> allocation_texts_;
+  std::vector<uint32_t> allocation_workload_;
+  // Not yet priced: billed* are set by Finish.
+  std::unordered_map<uint64_t, ShowbackRow> sums_;
+  // The workloads with a metered period in a step.
+  std::unordered_set<uint64_t> metered_;
+  std::string workload_key_;  // reused
+  std::string group_key_;     // reused
 };
 
 }  // namespace gpuvpa::ledger_sql
@@ -322,7 +331,12 @@ Result<std::unique_ptr<Ledger>> OpenPostgresLedger(const std::string& uri,
                                                    const LedgerOptions& options);
 
 // A migration's text with "{{cluster}}" replaced by `cluster` (a DNS-1123 label: safe in a
-// string literal): rows written before clusters existed belong to the installation migrating.
-std::string WithCluster(std::string_view sql, std::string_view cluster);
+// string literal): rows written before clusters existed belong to the installation migrating;
+// and "{{daily totals of T}}" by DailyTotalsSelect(T).
+std::string MigrationText(std::string_view sql, std::string_view cluster);
+// The daily totals (ledger_daily's columns, in order) of the rows of table `source` (actions, or
+// a trigger's new rows) that lie within one UTC day, ordered by ledger_daily's key: SQL both
+// dialects read alike. Part of schema 5's migration: never change it once shipped.
+std::string DailyTotalsSelect(std::string_view source);
 
 }  // namespace gpuvpa::ledger_sql

@@ -157,20 +157,7 @@ CREATE TABLE ledger_daily (
   reserved_micro_usd INTEGER NOT NULL,
   PRIMARY KEY (day, cluster, namespace, workload, cost_center, gpu_model, before)
 ) STRICT, WITHOUT ROWID;
-INSERT INTO ledger_daily SELECT
-  CASE WHEN period_end_s > period_start_s THEN period_start_s ELSE time_s END / 86400, cluster,
-  namespace, workload, cost_center, gpu_model, before, COUNT(*), SUM(usage_measured),
-  SUM(kind = 'metered_period'), SUM(allocated_milli_gpu_s), SUM(allocated_micro_usd),
-  SUM(used_vram_micro_usd), SUM(used_sm_micro_usd), SUM(usage_measured * allocated_micro_usd),
-  SUM(usage_measured * used_vram_micro_usd), SUM(usage_measured * used_sm_micro_usd),
-  SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
-      THEN monthly_before_micro_usd ELSE 0 END),
-  SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback')
-      THEN monthly_after_micro_usd ELSE 0 END),
-  SUM(metered_milli_gpu_s), SUM(metered_micro_usd), SUM(reserved_micro_usd)
-  FROM actions
-  WHERE period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / 86400
-  GROUP BY 1, 2, 3, 4, 5, 6, 7;
+INSERT INTO ledger_daily {{daily totals of actions}};
 CREATE TRIGGER actions_daily AFTER INSERT ON actions
   WHEN NEW.period_end_s <= NEW.period_start_s
     OR NEW.period_start_s / 86400 = (NEW.period_end_s - 1) / 86400
@@ -349,7 +336,7 @@ Status SqliteLedger::Migrate() {
     GPUVPA_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     const std::string bump = "PRAGMA user_version=" + std::to_string(schema_version_ + 1);
     Status s =
-        Exec(WithCluster(kMigrations[static_cast<size_t>(schema_version_)], options().cluster));
+        Exec(MigrationText(kMigrations[static_cast<size_t>(schema_version_)], options().cluster));
     if (s.ok()) s = Exec(bump);
     if (s.ok()) s = Exec("COMMIT");
     if (!s.ok())

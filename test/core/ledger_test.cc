@@ -164,8 +164,7 @@ TEST_P(LedgerTest, SumsThatWouldOverflowAreRefusedAndNamed) {
   Result<size_t> refused = ledger_->Append(rows);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("a daily total would pass 2^63 - 1"),
-            std::string::npos)
+  EXPECT_NE(refused.status().message().find("a daily total would pass 2^63 - 1"), std::string::npos)
       << refused.status().message();
   EXPECT_EQ(*ledger_->CountRows(), 0) << "nothing of the append was written";
   // Half of them a day later: each day's total fits, the showback's does not.

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "absl/strings/escaping.h"
+#include "core/cost/ledger.h"
 #include "core/net/http_client.h"
 #include "proto/health.grpc.pb.h"
 #include "test/support/kube_test_cluster.h"
@@ -621,7 +622,8 @@ TEST_F(ManifestRunTest, ThePostgresLedgerOverlayRunsThreeShardsOnOneDatabase) {
         << s.who << ":\n"
         << log;
   }
-  EXPECT_EQ(pg.postgres()->Query("ledger", "SELECT MAX(version) FROM gpuvpa_schema"), "4");
+  EXPECT_EQ(pg.postgres()->Query("ledger", "SELECT MAX(version) FROM gpuvpa_schema"),
+            std::to_string(Ledger::kSchemaVersion));
   ExpectTheCostApiAnswers(run);
 }
 
