@@ -221,6 +221,24 @@ Result<std::vector<LedgerTotal>> Ledger::Totals() const {
   return out;
 }
 
+Result<std::string> Ledger::IntegrityCheck() const {
+  Result<std::string> storage = StorageCheck();
+  if (!storage.ok() || *storage != "ok") return storage;
+  // Keys whose totals differ, either way: what a bug or a hand edit would leave.
+  const std::string sums = "SELECT * FROM (" + ledger_sql::DailyTotalsSelect("actions") + ") AS r";
+  Result<std::vector<std::vector<std::string>>> rows =
+      QueryText("SELECT (SELECT COUNT(*) FROM (" + sums +
+                " EXCEPT SELECT * FROM ledger_daily) AS missing) + (SELECT COUNT(*) FROM (SELECT "
+                "* FROM ledger_daily EXCEPT " +
+                sums + ") AS extra)");
+  if (!rows.ok()) return rows.status();
+  const std::string differing = rows->empty() || rows->front().empty() ? "?" : rows->at(0).at(0);
+  if (differing != "0")
+    return "ledger_daily differs from the rows it sums in " + differing +
+           " (day, allocation) totals: showback over whole days would not match the rows";
+  return std::string("ok");
+}
+
 Result<std::vector<ClusterChargeMark>> Ledger::AllChargeMarks() const {
   Result<std::vector<std::vector<std::string>>> rows = QueryText(
       "SELECT cluster, series, MAX(charged_through_s) FROM charge_marks GROUP BY cluster, series");

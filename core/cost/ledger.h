@@ -295,13 +295,16 @@ class Ledger : public LedgerSink {
   Result<std::vector<LedgerTotal>> Totals() const;
   // Every cluster's charge marks (the latest per series).
   Result<std::vector<ClusterChargeMark>> AllChargeMarks() const;
-  // The backend's own consistency check: "ok" or what is broken.
-  virtual Result<std::string> IntegrityCheck() const = 0;
+  // "ok", or what is broken: the backend's own consistency check (SQLite's integrity_check;
+  // PostgreSQL's schema version), then the daily totals against the rows they sum.
+  Result<std::string> IntegrityCheck() const;
   virtual int schema_version() const = 0;
   const LedgerOptions& options() const { return options_; }
 
  protected:
   explicit Ledger(LedgerOptions options) : options_(std::move(options)) {}
+  // The backend's part of IntegrityCheck.
+  virtual Result<std::string> StorageCheck() const = 0;
   // Runs a query without parameters and returns its rows as text (small results only).
   virtual Result<std::vector<std::vector<std::string>>> QueryText(const std::string& sql) const = 0;
   const LedgerOptions options_;

@@ -254,10 +254,10 @@ class PostgresLedger final : public Ledger {
   Result<std::vector<LedgerAction>> LatestProposals(int64_t from_s, int64_t to_s) const override;
   Result<bool> RecordDelivery(const DeliveryRecord& record) override;
   Result<bool> HasDelivery(std::string_view delivery_id) const override;
-  Result<std::string> IntegrityCheck() const override;
   int schema_version() const override { return schema_version_; }
 
  protected:
+  Result<std::string> StorageCheck() const override;
   Result<std::vector<std::vector<std::string>>> QueryText(const std::string& sql) const override {
     std::lock_guard<std::mutex> lock(mu_);
     Result<PgResult> r = Run(sql, Params(), "query");
@@ -668,7 +668,7 @@ Result<bool> PostgresLedger::HasDelivery(std::string_view delivery_id) const {
                 "delivery lookup");
 }
 
-Result<std::string> PostgresLedger::IntegrityCheck() const {
+Result<std::string> PostgresLedger::StorageCheck() const {
   // The constraints are the database's to keep; what can be checked from here is that it
   // answers and holds the schema this build knows.
   std::lock_guard<std::mutex> lock(mu_);

@@ -261,10 +261,10 @@ class SqliteLedger final : public Ledger {
   Result<std::vector<LedgerAction>> LatestProposals(int64_t from_s, int64_t to_s) const override;
   Result<bool> RecordDelivery(const DeliveryRecord& record) override;
   Result<bool> HasDelivery(std::string_view delivery_id) const override;
-  Result<std::string> IntegrityCheck() const override;
   int schema_version() const override { return schema_version_; }
 
  protected:
+  Result<std::string> StorageCheck() const override;
   Result<std::vector<std::vector<std::string>>> QueryText(const std::string& sql) const override;
 
  private:
@@ -557,7 +557,7 @@ Result<std::vector<std::vector<std::string>>> SqliteLedger::QueryText(
   return rows;
 }
 
-Result<std::string> SqliteLedger::IntegrityCheck() const {
+Result<std::string> SqliteLedger::StorageCheck() const {
   std::lock_guard<std::mutex> lock(mu_);
   Statement s(db_, "PRAGMA integrity_check");
   if (!s.ok()) return Error("prepare integrity_check");

@@ -645,6 +645,14 @@ TEST_P(LedgerTest, DailyTotalsGiveTheFiguresOfEveryRow) {
         if (!w.from && !cluster) billed = ledger_->QueryShowback(q)->total.billed;
       }
   EXPECT_GT(billed, 0);
+  EXPECT_EQ(*ledger_->IntegrityCheck(), "ok");
+  // A hand edit of the totals is found.
+  ASSERT_EQ(RawExec("UPDATE ledger_daily SET allocated_micro_usd = allocated_micro_usd + 1 WHERE "
+                    "day = (SELECT MIN(day) FROM ledger_daily)"),
+            "");
+  Result<std::string> check = ledger_->IntegrityCheck();
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_NE(check->find("ledger_daily differs from the rows it sums"), std::string::npos) << *check;
 }
 
 TEST(AllocationGroupTest, TextRoundTripsAndRefusesOtherShapes) {
