@@ -1,8 +1,12 @@
 // The cost API's parameters at a fixed clock: every window form, steps, aggregations, refusals.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/base/time_format.h"
 #include "core/cost/allocation.h"
+#include "core/cost/ledger.h"
+#include "test/support/temp_dir.h"
 
 namespace gpuvpa {
 namespace {
@@ -111,6 +115,52 @@ TEST(AllocationRequestTest, WorkloadsSplitIntoOpenCostNames) {
   EXPECT_EQ(SplitWorkload("bare").controller, "bare");
   EXPECT_EQ(AllocationErrorBody(400, "window \"\xff\": bad").find("\xff"), std::string::npos)
       << "the error envelope is valid UTF-8 JSON whatever the value";
+}
+
+// The answer is JSON text written directly: names with quotes, backslashes and non-ASCII text
+// come back as they were stored, and the exact amounts with them.
+TEST(AllocationResponseTest, NamesThatNeedEscapingStayValidJson) {
+  testing::ScopedTempDir temp;
+  std::unique_ptr<Ledger> ledger = std::move(Ledger::Open(temp.Path("l.db"))).value();
+  const std::string ns = "team \"q\" \\ é";
+  LedgerAction a;
+  a.action_id = "u-1";
+  a.time_s = 86'400;
+  a.kind = ActionKind::kAllocatedUsage;
+  a.status = ActionStatus::kApplied;
+  a.namespace_name = ns;
+  a.workload = "Deployment/x\"y/c";
+  a.cost_center = "cc/\"1\"";
+  a.gpu_model = "H100-80GB";
+  a.before = "nvidia.com/gpu=1";
+  a.period_start_s = 86'400;
+  a.period_end_s = 90'000;
+  a.allocated_gpu_time = 3'600'000;
+  a.allocated = 2'640'001;
+  a.used_vram = 1'000'000;
+  ASSERT_EQ(*ledger->Append(a), 1u);
+  for (const char* aggregate : {"namespace", "costCenter,controller", ""}) {
+    Result<AllocationRequest> request =
+        ParseAllocationRequest(std::string("window=0,172800&step=1d&aggregate=") + aggregate, 0);
+    ASSERT_TRUE(request.ok()) << request.status().message();
+    Result<std::string> body = AllocationResponse(*ledger, *request);
+    ASSERT_TRUE(body.ok()) << body.status().message();
+    const nlohmann::json doc = nlohmann::json::parse(*body, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << *body;
+    ASSERT_EQ(doc["data"].size(), 2u) << aggregate;
+    EXPECT_TRUE(doc["data"][0].empty()) << "nothing on the first day";
+    ASSERT_EQ(doc["data"][1].size(), 1u) << *body;
+    const auto& [name, allocation] = *doc["data"][1].items().begin();
+    EXPECT_EQ(allocation["name"], name);
+    EXPECT_EQ(allocation["properties"]["namespace"], ns);
+    EXPECT_EQ(allocation["properties"]["controller"], "x\"y");
+    EXPECT_EQ(allocation["properties"]["costCenter"], "cc/\"1\"");
+    EXPECT_EQ(allocation["gpuvpa"]["allocatedMicroUsd"], 2'640'001);
+    EXPECT_DOUBLE_EQ(allocation["gpuHours"].get<double>(), 1.0);
+    if (std::string(aggregate) == "namespace") {
+      EXPECT_EQ(name, ns);
+    }
+  }
 }
 
 }  // namespace
