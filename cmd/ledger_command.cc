@@ -1,4 +1,5 @@
-// gpuvpa ledger migrate | copy: the ledger's schema, and moving a ledger between backends.
+// gpuvpa ledger migrate | check | copy: the ledger's schema and consistency, and moving a ledger
+// between backends.
 #include <map>
 #include <set>
 
@@ -13,21 +14,31 @@ namespace {
 
 constexpr const char* kMigrate = "gpuvpa ledger migrate";
 constexpr const char* kCopy = "gpuvpa ledger copy";
+constexpr const char* kCheck = "gpuvpa ledger check";
+
+// Parses a command whose only flags are the ledger's: an exit code when it should stop there.
+std::optional<int> ParseLedgerFlagsOnly(std::string_view command, std::string_view help,
+                                        std::string_view ledger_help, LedgerAccess access,
+                                        LedgerFlags& flags, const std::vector<std::string>& args,
+                                        std::ostream& out, std::ostream& err) {
+  auto app = NewCommandApp("gpuvpa ledger", command, help);
+  AddLedgerFlags(*app, flags, ledger_help, access);
+  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return done;
+  if (flags.given()) return std::nullopt;
+  err << "gpuvpa ledger " << command << ": --ledger or --ledger-url-file is required\n";
+  return kExitUsage;
+}
 
 int Migrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   LedgerFlags flags;
-  auto app = NewCommandApp(
-      "gpuvpa ledger", "migrate",
-      "Create the ledger, or bring its schema to this build's version (idempotent; a ledger newer "
-      "than this build is refused). Rows written before clusters existed belong to --cluster. "
-      "With PostgreSQL, run it with a role that may create tables; writers then need only "
-      "INSERT and SELECT.");
-  AddLedgerFlags(*app, flags, "the ledger");
-  if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
-  if (!flags.given()) {
-    err << kMigrate << ": --ledger or --ledger-url-file is required\n";
-    return kExitUsage;
-  }
+  if (std::optional<int> done = ParseLedgerFlagsOnly(
+          "migrate",
+          "Create the ledger, or bring its schema to this build's version (idempotent; a ledger "
+          "newer than this build is refused). Rows written before clusters existed belong to "
+          "--cluster. With PostgreSQL, run it with a role that may create tables; writers then "
+          "need only INSERT and SELECT.",
+          "the ledger", LedgerAccess::kWrite, flags, args, out, err))
+    return *done;
   Result<std::unique_ptr<Ledger>> ledger = OpenLedger(flags);
   if (!ledger.ok()) {
     err << kMigrate << ": " << ledger.status().message() << "\n";
@@ -35,6 +46,33 @@ int Migrate(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   out << "ledger " << LedgerShownAs(flags) << ": schema version " << (*ledger)->schema_version()
       << " (this build's)\n";
+  return kExitOk;
+}
+
+int Check(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  LedgerFlags flags;
+  if (std::optional<int> done = ParseLedgerFlagsOnly(
+          "check",
+          "Check the ledger, read-only: the database's own check (SQLite's integrity_check; "
+          "PostgreSQL's schema version), then the daily totals (ledger_daily) against the rows "
+          "they sum. Exit 0 when both hold, 1 naming what is broken.",
+          "the ledger to check", LedgerAccess::kRead, flags, args, out, err))
+    return *done;
+  Result<std::unique_ptr<Ledger>> ledger =
+      OpenLedger(flags, /*must_exist=*/true, /*read_only=*/true);
+  Result<std::string> check = ledger.ok() ? (*ledger)->IntegrityCheck() : ledger.status();
+  if (!check.ok()) {
+    err << kCheck << ": " << check.status().message() << "\n";
+    return check.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  if (*check != "ok") {
+    err << kCheck << ": ledger " << LedgerShownAs(flags) << ": " << *check << "\n";
+    return kExitFailure;
+  }
+  Result<int64_t> rows = (*ledger)->CountRows();
+  out << "ledger " << LedgerShownAs(flags) << ": ok (schema version " << (*ledger)->schema_version()
+      << ", " << (rows.ok() ? std::to_string(*rows) : "?")
+      << " rows; the daily totals equal the rows)\n";
   return kExitOk;
 }
 
@@ -187,9 +225,11 @@ int Copy(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
 int RunLedgerCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   static const std::vector<Subcommand> commands = {
       {"migrate", "create the ledger or bring its schema to this build's version", Migrate},
+      {"check", "check the ledger's consistency (read-only), daily totals included", Check},
       {"copy", "copy a ledger into another (SQLite into PostgreSQL), then compare both", Copy},
   };
-  return RunDispatcher("gpuvpa ledger", "gpuvpa ledger: the ledger's schema and moving it.",
+  return RunDispatcher("gpuvpa ledger",
+                       "gpuvpa ledger: the ledger's schema, its consistency and moving it.",
                        commands, args, out, err);
 }
 

@@ -226,11 +226,12 @@ Result<std::string> Ledger::IntegrityCheck() const {
   if (!storage.ok() || *storage != "ok") return storage;
   // Keys whose totals differ, either way: what a bug or a hand edit would leave.
   const std::string sums = "SELECT * FROM (" + ledger_sql::DailyTotalsSelect("actions") + ") AS r";
+  const std::string key =
+      "SELECT day, cluster, namespace, workload, cost_center, gpu_model, before";
   Result<std::vector<std::vector<std::string>>> rows =
-      QueryText("SELECT (SELECT COUNT(*) FROM (" + sums +
-                " EXCEPT SELECT * FROM ledger_daily) AS missing) + (SELECT COUNT(*) FROM (SELECT "
-                "* FROM ledger_daily EXCEPT " +
-                sums + ") AS extra)");
+      QueryText("SELECT COUNT(*) FROM (" + key + " FROM (" + sums +
+                " EXCEPT SELECT * FROM ledger_daily) AS missing UNION " + key +
+                " FROM (SELECT * FROM ledger_daily EXCEPT " + sums + ") AS extra) AS differing");
   if (!rows.ok()) return rows.status();
   const std::string differing = rows->empty() || rows->front().empty() ? "?" : rows->at(0).at(0);
   if (differing != "0")

@@ -468,7 +468,7 @@ namespace gpuvpa::ledger_sql {
 
 std::string DailyTotalsSelect(std::string_view source) {
   return "SELECT CASE WHEN period_end_s > period_start_s THEN period_start_s ELSE time_s END / "
-         "86400, cluster, namespace, workload, cost_center, gpu_model, before, COUNT(*), "
+         "86400 AS day, cluster, namespace, workload, cost_center, gpu_model, before, COUNT(*), "
          "SUM(usage_measured), SUM(CASE WHEN kind = 'metered_period' THEN 1 ELSE 0 END), "
          "SUM(allocated_milli_gpu_s), SUM(allocated_micro_usd), SUM(used_vram_micro_usd), "
          "SUM(used_sm_micro_usd), SUM(usage_measured * allocated_micro_usd), SUM(usage_measured * "

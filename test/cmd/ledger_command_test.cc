@@ -86,6 +86,30 @@ TEST_F(LedgerCommandTest, TheDemoLedgerCopiesIntoPostgresWithEveryFigureKept) {
   EXPECT_NE(out_.str().find("copied 15 rows (15 new) and 11 charge marks"), std::string::npos)
       << out_.str();
   EXPECT_NE(out_.str().find("verified: 15 rows"), std::string::npos) << out_.str();
+  // Both sides check out, daily totals included (the SQLite one's filled by the migration).
+  for (const std::vector<std::string>& where : std::vector<std::vector<std::string>>{
+           {"--ledger", sqlite}, {"--ledger-url-file", UrlFile()}}) {
+    std::vector<std::string> args = {"check"};
+    args.insert(args.end(), where.begin(), where.end());
+    ASSERT_EQ(Run(args), 0) << err_.str();
+    EXPECT_NE(out_.str().find(": ok (schema version " + std::to_string(Ledger::kSchemaVersion) +
+                              ", 15 rows; the daily totals equal the rows)"),
+              std::string::npos)
+        << out_.str();
+  }
+  // A hand edit of the daily totals is found and named.
+  const std::string first_total =
+      " WHERE (day, cluster, namespace, workload, cost_center, gpu_model, before) IN (SELECT day, "
+      "cluster, namespace, workload, cost_center, gpu_model, before FROM ledger_daily ORDER BY 1, "
+      "2, 3, 4, 5, 6, 7 LIMIT 1)";
+  ASSERT_EQ(pg_.RawExec("UPDATE ledger_daily SET row_count = row_count + 1" + first_total), "");
+  EXPECT_EQ(Run({"check", "--ledger-url-file", UrlFile()}), 1);
+  EXPECT_NE(err_.str().find("ledger_daily differs from the rows it sums in 1 (day, allocation)"),
+            std::string::npos)
+      << err_.str();
+  EXPECT_EQ(Run({"check", "--ledger", pg_.temp().Path("missing.db")}), 1);
+  EXPECT_NE(err_.str().find("missing.db"), std::string::npos) << err_.str();
+  ASSERT_EQ(pg_.RawExec("UPDATE ledger_daily SET row_count = row_count - 1" + first_total), "");
   ASSERT_EQ(Run({"copy", "--from", sqlite, "--to-url-file", UrlFile()}), 0) << err_.str();
   EXPECT_NE(out_.str().find("copied 15 rows (0 new) and 0 charge marks"), std::string::npos)
       << out_.str();
