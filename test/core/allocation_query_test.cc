@@ -150,7 +150,9 @@ TEST(AllocationResponseTest, NamesThatNeedEscapingStayValidJson) {
     ASSERT_EQ(doc["data"].size(), 2u) << aggregate;
     EXPECT_TRUE(doc["data"][0].empty()) << "nothing on the first day";
     ASSERT_EQ(doc["data"][1].size(), 1u) << *body;
-    const auto& [name, allocation] = *doc["data"][1].items().begin();
+    const auto first = doc["data"][1].begin();
+    const std::string name = first.key();
+    const nlohmann::json& allocation = first.value();
     EXPECT_EQ(allocation["name"], name);
     EXPECT_EQ(allocation["properties"]["namespace"], ns);
     EXPECT_EQ(allocation["properties"]["controller"], "x\"y");
