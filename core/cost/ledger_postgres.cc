@@ -138,27 +138,7 @@ CREATE FUNCTION gpuvpa_add_daily() RETURNS trigger LANGUAGE plpgsql SECURITY DEF
   SET search_path FROM CURRENT AS $$
 BEGIN
   INSERT INTO ledger_daily {{daily totals of new_rows}}
-  ON CONFLICT (day, cluster, namespace, workload, cost_center, gpu_model, before) DO UPDATE SET
-    row_count = ledger_daily.row_count + excluded.row_count,
-    measured_rows = ledger_daily.measured_rows + excluded.measured_rows,
-    metered_periods = ledger_daily.metered_periods + excluded.metered_periods,
-    allocated_milli_gpu_s = ledger_daily.allocated_milli_gpu_s + excluded.allocated_milli_gpu_s,
-    allocated_micro_usd = ledger_daily.allocated_micro_usd + excluded.allocated_micro_usd,
-    used_vram_micro_usd = ledger_daily.used_vram_micro_usd + excluded.used_vram_micro_usd,
-    used_sm_micro_usd = ledger_daily.used_sm_micro_usd + excluded.used_sm_micro_usd,
-    measured_allocated_micro_usd =
-      ledger_daily.measured_allocated_micro_usd + excluded.measured_allocated_micro_usd,
-    measured_used_vram_micro_usd =
-      ledger_daily.measured_used_vram_micro_usd + excluded.measured_used_vram_micro_usd,
-    measured_used_sm_micro_usd =
-      ledger_daily.measured_used_sm_micro_usd + excluded.measured_used_sm_micro_usd,
-    realised_before_micro_usd =
-      ledger_daily.realised_before_micro_usd + excluded.realised_before_micro_usd,
-    realised_after_micro_usd =
-      ledger_daily.realised_after_micro_usd + excluded.realised_after_micro_usd,
-    metered_milli_gpu_s = ledger_daily.metered_milli_gpu_s + excluded.metered_milli_gpu_s,
-    metered_micro_usd = ledger_daily.metered_micro_usd + excluded.metered_micro_usd,
-    reserved_micro_usd = ledger_daily.reserved_micro_usd + excluded.reserved_micro_usd;
+  {{add to daily totals}};
   RETURN NULL;
 END
 $$;

@@ -196,11 +196,13 @@ Result<ShowbackBuilder> ShowbackBuilder::Start(const ShowbackQuery& query) {
 
 namespace {
 
-// The rows of a day range [$4, $5) (seconds) that are summed in ledger_daily: an instant by its
-// time, a period that stays within one day by its start. Appended to a window query.
-constexpr const char* kOneDayRowsIn =
-    " AND (period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / 86400) "
-    "AND ((period_end_s > period_start_s AND period_start_s >= $4 AND period_start_s < $5) OR "
+// The rows ledger_daily sums: instants, and periods that stay within one UTC day.
+constexpr const char* kWithinOneDay =
+    "(period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / 86400)";
+// Of those, the ones on the days of [$4, $5) (seconds): an instant by its time, a period by its
+// start.
+constexpr const char* kOnDays =
+    "((period_end_s > period_start_s AND period_start_s >= $4 AND period_start_s < $5) OR "
     "(period_end_s <= period_start_s AND time_s >= $4 AND time_s < $5))";
 // The rows no day sums: periods that cross midnight, overlapping the window (the partial index
 // actions_across_days).
@@ -220,14 +222,15 @@ constexpr int64_t kLastLedgerDayEndS = (kMaxLedgerTimeS / kDayS + 1) * kDayS;
 Status DailyTotalOverflow(const std::string& what) {
   return InvalidArgumentError(
       what +
-      ": a daily total would pass 2^63 - 1 (micro-dollars or milli-GPU-seconds of one workload, "
-      "kind and status on one UTC day); nothing of this append was written");
+      ": a daily total would pass 2^63 - 1 (micro-dollars or milli-GPU-seconds of one "
+      "allocation on one UTC day); nothing of this append was written");
 }
 
-bool ShowbackBuilder::DayInOneStep(int64_t day_start_s) const {
-  if (day_start_s < from_ || day_start_s + kDayS > to_) return false;
+std::optional<size_t> ShowbackBuilder::StepOfDay(int64_t day_start_s) const {
+  if (day_start_s < from_ || day_start_s + kDayS > to_) return std::nullopt;
   const auto [first, last] = StepsOf(day_start_s, day_start_s + kDayS, day_start_s);
-  return first == last;
+  if (first != last) return std::nullopt;
+  return first;
 }
 
 ShowbackPlan ShowbackBuilder::Plan() const {
@@ -246,7 +249,7 @@ ShowbackPlan ShowbackBuilder::Plan() const {
   std::vector<std::pair<int64_t, int64_t>> row_days;  // [first, end) in days
   if (query_.use_daily_totals && lo < hi) {
     for (int64_t day = lo / kDayS; day * kDayS < hi; ++day) {
-      if (DayInOneStep(day * kDayS)) {
+      if (StepOfDay(day * kDayS)) {
         if (first_daily < 0) first_daily = day;
         end_daily = day + 1;
       } else if (!row_days.empty() && row_days.back().second == day) {
@@ -264,7 +267,7 @@ ShowbackPlan ShowbackBuilder::Plan() const {
     add(Rows::kDaily, std::string("SELECT ") + kDailyColumns + kDaysWhere,
         {first_daily, end_daily, cluster});
     for (const auto& [first, end] : row_days)
-      add(Rows::kScanned, sql.scan + kOneDayRowsIn,
+      add(Rows::kScanned, sql.scan + " AND " + kWithinOneDay + " AND " + kOnDays,
           {from_, to_, cluster, first * kDayS, end * kDayS});
     add(Rows::kScanned, sql.scan_select + kAcrossDaysWhere, {from_, to_, cluster});
   }
@@ -344,8 +347,9 @@ Status ShowbackBuilder::AddScanned(const ScanRow& in) {
 
 Status ShowbackBuilder::AddDaily(const DailyRow& in) {
   // A day that is not whole in one step is read from its rows instead.
-  if (!DayInOneStep(in.day * kDayS)) return OkStatus();
-  const size_t k = StepsOf(in.day * kDayS, in.day * kDayS + kDayS, 0).first;
+  const std::optional<size_t> step = StepOfDay(in.day * kDayS);
+  if (!step) return OkStatus();
+  const size_t k = *step;
   const uint32_t id = AllocationId(
       {in.cluster, in.namespace_name, in.workload, in.cost_center, in.gpu_model, in.before});
   if (in.metered_periods > 0) metered_.insert(StepKey(k, allocation_workload_[id]));
@@ -477,9 +481,37 @@ std::string DailyTotalsSelect(std::string_view source) {
          "0 END), SUM(CASE WHEN status = 'applied' AND kind IN ('applied_change', 'rollback') THEN "
          "monthly_after_micro_usd ELSE 0 END), SUM(metered_milli_gpu_s), SUM(metered_micro_usd), "
          "SUM(reserved_micro_usd) FROM " +
-         std::string(source) +
-         " WHERE period_end_s <= period_start_s OR period_start_s / 86400 = (period_end_s - 1) / "
-         "86400 GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7";
+         std::string(source) + " WHERE " + kWithinOneDay +
+         " GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7";
+}
+
+std::string DailyTotalsAdd() {
+  static constexpr const char* kSums[] = {"row_count",
+                                          "measured_rows",
+                                          "metered_periods",
+                                          "allocated_milli_gpu_s",
+                                          "allocated_micro_usd",
+                                          "used_vram_micro_usd",
+                                          "used_sm_micro_usd",
+                                          "measured_allocated_micro_usd",
+                                          "measured_used_vram_micro_usd",
+                                          "measured_used_sm_micro_usd",
+                                          "realised_before_micro_usd",
+                                          "realised_after_micro_usd",
+                                          "metered_milli_gpu_s",
+                                          "metered_micro_usd",
+                                          "reserved_micro_usd"};
+  std::string out =
+      "ON CONFLICT (day, cluster, namespace, workload, cost_center, gpu_model, before) DO UPDATE "
+      "SET ";
+  for (const char* c : kSums)
+    out.append(c == kSums[0] ? "" : ", ")
+        .append(c)
+        .append(" = ledger_daily.")
+        .append(c)
+        .append(" + excluded.")
+        .append(c);
+  return out;
 }
 
 std::string MigrationText(std::string_view sql, std::string_view cluster) {
@@ -491,6 +523,7 @@ std::string MigrationText(std::string_view sql, std::string_view cluster) {
   replace("{{cluster}}", std::string(cluster));
   for (std::string_view source : {"actions", "new_rows"})
     replace("{{daily totals of " + std::string(source) + "}}", DailyTotalsSelect(source));
+  replace("{{add to daily totals}}", DailyTotalsAdd());
   return out;
 }
 

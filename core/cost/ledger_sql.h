@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -126,7 +127,7 @@ Status ValidateMark(const ChargeMark& m);
 // a row whose period crosses midnight is not (showback prorates it row by row).
 inline constexpr int64_t kDayS = 86400;
 
-// An append refused because a day's total of one key of ledger_daily would pass 2^63 - 1:
+// An append refused because a day's total of one allocation would pass 2^63 - 1:
 // INVALID_ARGUMENT (the same rows would be refused again), `what` naming the append.
 Status DailyTotalOverflow(const std::string& what);
 
@@ -300,8 +301,9 @@ class ShowbackBuilder {
   uint32_t AllocationId(const AllocationGroup& g);
   // The steps [first, last] that [start, end) overlaps (an instant: end <= start, at time_s).
   std::pair<size_t, size_t> StepsOf(int64_t start, int64_t end, int64_t time_s) const;
-  // Whether the UTC day that starts at `day_start_s` lies whole inside the window and one step.
-  bool DayInOneStep(int64_t day_start_s) const;
+  // The step that holds the whole UTC day starting at `day_start_s`, if one does (the day lies
+  // inside the window and crosses no step's edge).
+  std::optional<size_t> StepOfDay(int64_t day_start_s) const;
   ShowbackQuery query_;
   int64_t from_;
   int64_t to_;
@@ -332,11 +334,15 @@ Result<std::unique_ptr<Ledger>> OpenPostgresLedger(const std::string& uri,
 
 // A migration's text with "{{cluster}}" replaced by `cluster` (a DNS-1123 label: safe in a
 // string literal): rows written before clusters existed belong to the installation migrating;
-// and "{{daily totals of T}}" by DailyTotalsSelect(T).
+// "{{daily totals of T}}" by DailyTotalsSelect(T), and "{{add to daily totals}}" by
+// DailyTotalsAdd().
 std::string MigrationText(std::string_view sql, std::string_view cluster);
 // The daily totals (ledger_daily's columns, in order) of the rows of table `source` (actions, or
 // a trigger's new rows) that lie within one UTC day, ordered by ledger_daily's key: SQL both
 // dialects read alike. Part of schema 5's migration: never change it once shipped.
 std::string DailyTotalsSelect(std::string_view source);
+// The upsert clause that adds such totals to ledger_daily's (ON CONFLICT ... DO UPDATE), in both
+// dialects. Part of schema 5's migration too.
+std::string DailyTotalsAdd();
 
 }  // namespace gpuvpa::ledger_sql

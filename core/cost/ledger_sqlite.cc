@@ -175,24 +175,7 @@ CREATE TRIGGER actions_daily AFTER INSERT ON actions
       CASE WHEN NEW.status = 'applied' AND NEW.kind IN ('applied_change', 'rollback')
         THEN NEW.monthly_after_micro_usd ELSE 0 END,
       NEW.metered_milli_gpu_s, NEW.metered_micro_usd, NEW.reserved_micro_usd)
-    ON CONFLICT (day, cluster, namespace, workload, cost_center, gpu_model, before) DO UPDATE SET
-      row_count = row_count + 1,
-      measured_rows = measured_rows + excluded.measured_rows,
-      metered_periods = metered_periods + excluded.metered_periods,
-      allocated_milli_gpu_s = allocated_milli_gpu_s + excluded.allocated_milli_gpu_s,
-      allocated_micro_usd = allocated_micro_usd + excluded.allocated_micro_usd,
-      used_vram_micro_usd = used_vram_micro_usd + excluded.used_vram_micro_usd,
-      used_sm_micro_usd = used_sm_micro_usd + excluded.used_sm_micro_usd,
-      measured_allocated_micro_usd =
-        measured_allocated_micro_usd + excluded.measured_allocated_micro_usd,
-      measured_used_vram_micro_usd =
-        measured_used_vram_micro_usd + excluded.measured_used_vram_micro_usd,
-      measured_used_sm_micro_usd = measured_used_sm_micro_usd + excluded.measured_used_sm_micro_usd,
-      realised_before_micro_usd = realised_before_micro_usd + excluded.realised_before_micro_usd,
-      realised_after_micro_usd = realised_after_micro_usd + excluded.realised_after_micro_usd,
-      metered_milli_gpu_s = metered_milli_gpu_s + excluded.metered_milli_gpu_s,
-      metered_micro_usd = metered_micro_usd + excluded.metered_micro_usd,
-      reserved_micro_usd = reserved_micro_usd + excluded.reserved_micro_usd;
+    {{add to daily totals}};
   END;
 CREATE INDEX actions_by_period_start ON actions (period_start_s);
 CREATE INDEX actions_across_days ON actions (period_end_s)
