@@ -1,0 +1,128 @@
+// One node's GPUs read through NVML, pass after pass: per device its memory, busy time
+// (util.gpu) and, where GPM exists (Hopper and later), SM activity between two GPM samples at
+// least `min_gpm_interval_s` apart; per process its memory and its busy time (smUtil), and the
+// share of the device's SM activity the data lets us give it. Facts: shared/DESIGN.md, "Metric
+// sources" (NVML), measured on a real H200.
+//
+// What NVML says and what it does not:
+//  - nvmlDeviceGetProcessUtilization returns, for all processes of a device together, the
+//    samples newer than one timestamp, and only for processes that were busy in NVML's last
+//    sample period. The timestamp is kept per device; NOT_FOUND means "no new sample", not
+//    "idle". A process without a sample keeps its last figure (busy basis "held") until it has
+//    been absent for `idle_after_missing_polls` passes; then it is idle ("confirmed-idle").
+//    One that never had a sample is unknown until then (no busy figure is exported).
+//  - smUtil is busy time, not SM coverage: one thread spinning reads ~100 %. Only GPM's SM
+//    activity says how much of the GPU ran, and GPM is per device, never per process.
+//
+// SM activity per process on a shared device (`method`):
+//  - "alone": the only busy process gets the device's SM activity; such passes also teach the
+//    process's coverage (SM activity per unit of busy time, an exponential average);
+//  - "solo-calibrated": several busy processes that all have a learned coverage share the
+//    device's SM activity in proportion to busy time × coverage;
+//  - "busy-proportional": otherwise, in proportion to busy time (a floor on the error: a
+//    one-thread job beside a full-GPU job takes credit for SMs it never used);
+//  - "busy-time-only": the device has no GPM; no SM figure, only busy time.
+// Every split figure is capped at the process's busy time (kernels occupy SMs only while the
+// process is busy) and comes with the bounds the data allows: lower = what the others cannot
+// account for, upper = min(busy time, device SM activity).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+#include "recommender/agent/nvml_library.h"
+
+namespace gpuvpa::agent {
+
+struct SamplerOptions {
+  // GPM metrics need two samples; NVML documents at least 100 ms between them.
+  double min_gpm_interval_s = 0.1;
+  // Passes without a utilization sample after which a process counts as idle.
+  int idle_after_missing_polls = 3;
+  // Passes alone (busy ≥ min_busy_for_coverage) before a coverage is trusted.
+  int min_solo_passes = 3;
+  double min_busy_for_coverage = 0.05;
+  double coverage_smoothing = 0.2;  // weight of the newest pass in the coverage average
+};
+
+enum class BusyBasis { kUnknown, kSampled, kHeld, kConfirmedIdle };
+const char* BusyBasisName(BusyBasis basis);
+
+struct ProcessReading {
+  unsigned int pid = 0;
+  unsigned int gpu_instance = nvml::kNoGpuInstance;
+  double memory_used_bytes = 0;
+  BusyBasis busy_basis = BusyBasis::kUnknown;
+  double busy_ratio = 0;  // meaningful unless busy_basis is kUnknown
+  // SM activity as a share of the whole device (0..1); absent without GPM or a busy figure.
+  std::optional<double> sm_active_ratio;
+  double sm_active_lower_ratio = 0, sm_active_upper_ratio = 0;
+  std::string method;  // see the header comment
+};
+
+struct DeviceReading {
+  unsigned int index = 0;
+  std::string uuid;
+  double memory_used_bytes = 0, memory_total_bytes = 0;
+  double busy_ratio = 0;                  // util.gpu / 100
+  std::optional<double> sm_active_ratio;  // GPM SM_UTIL / 100, when supported
+  std::optional<double> sm_occupancy_ratio;
+  std::vector<ProcessReading> processes;
+  Status status;  // the first failure of this pass (the device's figures are then partial)
+};
+
+struct Snapshot {
+  double time_s = 0;
+  std::vector<DeviceReading> devices;
+};
+
+class GpuSampler {
+ public:
+  GpuSampler(const nvml::Library& library, SamplerOptions options = {});
+  ~GpuSampler();
+  GpuSampler(const GpuSampler&) = delete;
+  GpuSampler& operator=(const GpuSampler&) = delete;
+
+  // Finds the devices (UUIDs, GPM support). UNAVAILABLE when NVML cannot list them.
+  Status Init();
+  // One pass over every device at `now_s` (the caller's clock; only differences matter).
+  Snapshot Poll(double now_s);
+  size_t device_count() const { return devices_.size(); }
+
+ private:
+  struct ProcessState {
+    double busy_ratio = 0;
+    bool ever_sampled = false;
+    int missing_polls = 0;
+    double coverage = 0;  // SM activity per unit of busy time, learned alone
+    int solo_passes = 0;
+    bool seen_this_pass = false;
+  };
+  struct Device {
+    nvmlDevice_t handle = nullptr;
+    std::string uuid;
+    bool gpm = false;
+    nvmlGpmSample_t gpm_samples[2] = {nullptr, nullptr};
+    int gpm_newest = -1;  // index of the newest sample taken, -1 none
+    double gpm_time_s = 0;
+    std::optional<double> sm_active, sm_occupancy;
+    unsigned long long last_seen_us = 0;
+    std::map<unsigned int, ProcessState> processes;
+    std::vector<nvmlProcessInfo_t> info_buffer;
+    std::vector<nvmlProcessUtilizationSample_t> util_buffer;
+  };
+  void ReadDevice(Device& d, double now_s, DeviceReading& out);
+  void SampleGpm(Device& d, double now_s, DeviceReading& out);
+  Status ReadProcesses(Device& d, DeviceReading& out);
+  void ReadBusyTime(Device& d, DeviceReading& out);
+  void AttributeSm(Device& d, DeviceReading& out);
+
+  const nvml::Library& lib_;
+  SamplerOptions options_;
+  std::vector<Device> devices_;
+};
+
+}  // namespace gpuvpa::agent

@@ -1,0 +1,209 @@
+// The node agent's loop, owners and series: see node_agent.h.
+#include "recommender/agent/node_agent.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <map>
+#include <tuple>
+
+#include "core/base/atomic_file.h"
+#include "core/base/time_format.h"
+#include "core/net/metrics_page.h"
+#include "recommender/agent/cgroup_path.h"
+
+namespace gpuvpa::agent {
+namespace {
+
+prometheus::Family<prometheus::Gauge>* Gauge(prometheus::Registry& r, const std::string& name,
+                                             const std::string& help) {
+  return &prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
+
+std::string Instance(unsigned int gi) {
+  return gi == nvml::kNoGpuInstance ? std::string() : std::to_string(gi);
+}
+
+}  // namespace
+
+NodeAgent::NodeAgent(NodeAgentOptions options)
+    : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {
+  RegisterBuildInfo(*registry_, "node-agent");
+  prometheus::Registry& r = *registry_;
+  memory_ = Gauge(r, "gpuvpa_container_gpu_memory_used_bytes",
+                  "GPU memory held by the container's processes on the device (NVML, per process)");
+  busy_ = Gauge(r, "gpuvpa_container_gpu_busy_ratio",
+                "Share of time the container had work on the device (NVML smUtil): busy time, "
+                "not SM coverage");
+  sm_ = Gauge(r, "gpuvpa_container_gpu_sm_active_ratio",
+              "The container's share of the device's SM activity (GPM), by the method label");
+  sm_lower_ = Gauge(r, "gpuvpa_container_gpu_sm_active_lower_ratio",
+                    "The least SM activity the device's readings allow the container");
+  sm_upper_ = Gauge(r, "gpuvpa_container_gpu_sm_active_upper_ratio",
+                    "The most SM activity the device's readings allow the container");
+  device_sm_ =
+      Gauge(r, "gpuvpa_gpu_sm_active_ratio",
+            "SM activity of the device or GPU instance (GPM SM_UTIL, = DCGM PROF_SM_ACTIVE)");
+  device_busy_ = Gauge(r, "gpuvpa_gpu_busy_ratio", "util.gpu of the device: busy time");
+  device_memory_ = Gauge(r, "gpuvpa_gpu_memory_used_bytes", "GPU memory used on the device");
+  poll_errors_ = &prometheus::BuildCounter()
+                      .Name("gpuvpa_node_agent_poll_errors_total")
+                      .Help("NVML passes in which a device call failed")
+                      .Register(r)
+                      .Add({});
+}
+
+Status NodeAgent::Start() {
+  Result<std::unique_ptr<nvml::Library>> lib = nvml::Library::Open(options_.nvml_library);
+  if (!lib.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    not_ready_ = lib.status().message();
+    return lib.status();
+  }
+  auto sampler = std::make_unique<GpuSampler>(**lib, options_.sampler);
+  if (Status s = sampler->Init(); !s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    not_ready_ = s.message();
+    return s;
+  }
+  spdlog::info("NVML loaded from {}: {} device(s)", options_.nvml_library, sampler->device_count());
+  library_ = std::move(*lib);
+  sampler_ = std::move(sampler);
+  return OkStatus();
+}
+
+NodeAgent::Owner NodeAgent::OwnerOf(unsigned int pid) const {
+  Owner owner;
+  if (options_.label_by == LabelBy::kPid) {
+    owner.pid = std::to_string(pid);
+    return owner;
+  }
+  Result<std::string> text =
+      ReadWholeFile(options_.proc_root + "/" + std::to_string(pid) + "/cgroup");
+  if (!text.ok()) return owner;  // the process ended, or is not visible (hostPID off)
+  Result<std::optional<CgroupOwner>> parsed = ParseProcCgroup(*text);
+  if (parsed.ok() && *parsed) {
+    owner.pod_uid = (*parsed)->pod_uid;
+    owner.container_id = (*parsed)->container_id;
+  }
+  return owner;
+}
+
+Status NodeAgent::PollOnce(double now_s) {
+  if (!sampler_) return UnavailableError("NVML is not loaded");
+  const Snapshot snap = sampler_->Poll(now_s);
+  Status first;
+  for (const DeviceReading& d : snap.devices)
+    if (!d.status.ok() && first.ok()) first = d.status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Publish(snap);
+    if (!first.ok()) poll_errors_->Increment();
+    // Ready once a pass read every device; a lost GPU makes the node not ready until it is back.
+    not_ready_ = first.code() == StatusCode::kUnavailable ? first.message() : "";
+  }
+  last_poll_s_ = now_s;
+  return first;
+}
+
+void NodeAgent::Publish(const Snapshot& snap) {
+  for (auto& [family, gauge] : published_) family->Remove(gauge);
+  published_.clear();
+  auto set = [&](prometheus::Family<prometheus::Gauge>* family,
+                 const std::map<std::string, std::string>& labels, double value) {
+    prometheus::Gauge& g = family->Add(labels);
+    g.Set(value);
+    published_.push_back({family, &g});
+  };
+  const bool by_pid = options_.label_by == LabelBy::kPid;
+  for (const DeviceReading& d : snap.devices) {
+    const std::map<std::string, std::string> dev = {{"gpu_uuid", d.uuid}, {"gpu_instance", ""}};
+    set(device_memory_, dev, d.memory_used_bytes);
+    set(device_busy_, dev, d.busy_ratio);
+    if (d.sm_active_ratio) set(device_sm_, dev, *d.sm_active_ratio);
+    // Processes of one owner and instance add up.
+    struct Sum {
+      double memory = 0, busy = 0, sm = 0, lower = 0, upper = 0;
+      bool busy_known = false, sm_known = false;
+      std::string method;
+    };
+    std::map<std::tuple<std::string, std::string, std::string, std::string>, Sum> sums;
+    for (const ProcessReading& p : d.processes) {
+      const Owner o = OwnerOf(p.pid);
+      Sum& s =
+          sums[{by_pid ? o.pid : o.pod_uid, o.container_id, Instance(p.gpu_instance), p.method}];
+      s.method = p.method;
+      s.memory += p.memory_used_bytes;
+      if (p.busy_basis != BusyBasis::kUnknown) {
+        s.busy_known = true;
+        s.busy = std::min(1.0, s.busy + p.busy_ratio);
+      }
+      if (p.sm_active_ratio) {
+        s.sm_known = true;
+        s.sm = std::min(1.0, s.sm + *p.sm_active_ratio);
+        s.lower = std::min(1.0, s.lower + p.sm_active_lower_ratio);
+        s.upper = std::min(1.0, s.upper + p.sm_active_upper_ratio);
+      }
+    }
+    for (const auto& [key, s] : sums) {
+      const auto& [who, container_id, instance, method] = key;
+      std::map<std::string, std::string> labels = {
+          {"namespace", ""},          {"pod", ""},
+          {"container", ""},          {"gpu_uuid", d.uuid},
+          {"gpu_instance", instance}, {"method", method.empty() ? "none" : method}};
+      if (by_pid) {
+        labels["pid"] = who;
+      } else {
+        labels["pod_uid"] = who;
+        labels["container_id"] = container_id;
+      }
+      set(memory_, labels, s.memory);
+      if (s.busy_known) set(busy_, labels, s.busy);
+      if (s.sm_known) {
+        set(sm_, labels, s.sm);
+        set(sm_lower_, labels, s.lower);
+        set(sm_upper_, labels, s.upper);
+      }
+    }
+  }
+}
+
+void NodeAgent::Run() {
+  const auto interval = std::chrono::duration<double>(options_.interval_s);
+  while (!stop_) {
+    if (!sampler_) {
+      if (Status s = Start(); !s.ok()) spdlog::warn("{}", s.message());
+    }
+    if (sampler_) {
+      if (Status s = PollOnce(UnixNowSeconds()); !s.ok()) spdlog::warn("{}", s.message());
+    }
+    std::unique_lock<std::mutex> lock(stop_mu_);
+    stop_cv_.wait_for(lock, sampler_ ? interval : std::chrono::duration<double>(10),
+                      [this] { return stop_.load(); });
+  }
+}
+
+void NodeAgent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+}
+
+HttpServerResponse NodeAgent::HandleHttp(const std::string& path) {
+  if (path == "/metrics") {
+    std::lock_guard<std::mutex> lock(mu_);
+    return MetricsPage(*registry_);
+  }
+  if (path == "/healthz") return {200, "text/plain; charset=utf-8", "ok\n"};
+  if (path == "/readyz") {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!not_ready_.empty()) return {503, "text/plain; charset=utf-8", not_ready_ + "\n"};
+    if (last_poll_s_.load() == 0) return {503, "text/plain; charset=utf-8", "no pass yet\n"};
+    return {200, "text/plain; charset=utf-8", "ready\n"};
+  }
+  return {404, "text/plain; charset=utf-8", "not found\n"};
+}
+
+}  // namespace gpuvpa::agent

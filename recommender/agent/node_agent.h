@@ -1,0 +1,86 @@
+// gpuvpa-node-agent's heart: NVML passes on an interval (gpu_sampler.h), each process joined
+// to its owner, the figures published in a prometheus-cpp registry for /metrics, and the
+// probes. Owners: by pid (`label_by: pid`, for a machine without a kubelet such as the
+// real-GPU check) or by the process's cgroup (`cgroup`: pod UID and container id from
+// /proc/<pid>/cgroup under `proc_root`, the host's /proc with hostPID). Processes of one
+// container on one device add up.
+//
+// Series (gauges; labels namespace, pod, container, gpu_uuid, gpu_instance, method, and the
+// owner's pid, or pod_uid and container_id):
+//   gpuvpa_container_gpu_memory_used_bytes, gpuvpa_container_gpu_busy_ratio (NVML smUtil:
+//   busy time), gpuvpa_container_gpu_sm_active_ratio (share of the device's SMs, see
+//   gpu_sampler.h for the methods) with _lower_ratio / _upper_ratio (the bounds the data
+//   allows); per device gpuvpa_gpu_sm_active_ratio (GPM), gpuvpa_gpu_busy_ratio (util.gpu),
+//   gpuvpa_gpu_memory_used_bytes; gpuvpa_node_agent_poll_errors_total.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/net/http_server.h"
+#include "recommender/agent/gpu_sampler.h"
+#include "recommender/agent/nvml_library.h"
+
+namespace gpuvpa::agent {
+
+enum class LabelBy { kPid, kCgroup };
+
+struct NodeAgentOptions {
+  std::string nvml_library = "libnvidia-ml.so.1";
+  double interval_s = 0.5;  // NVML keeps ~1 s of process samples: poll well inside it
+  LabelBy label_by = LabelBy::kCgroup;
+  std::string proc_root = "/proc";
+  SamplerOptions sampler;
+};
+
+class NodeAgent {
+ public:
+  explicit NodeAgent(NodeAgentOptions options);
+  // Loads NVML and finds the devices; not ready (with the reason) until this succeeds.
+  Status Start();
+  // One pass: sample, join owners, publish. Returns the pass's first device error.
+  Status PollOnce(double now_s);
+  // Polls every interval until Stop(); retries Start() while NVML is missing.
+  void Run();
+  void Stop();
+  HttpServerResponse HandleHttp(const std::string& path);
+  prometheus::Registry& registry() { return *registry_; }
+
+ private:
+  struct Owner {
+    std::string ns, pod, container, pod_uid, container_id, pid;
+  };
+  Owner OwnerOf(unsigned int pid) const;
+  void Publish(const Snapshot& snap);
+
+  NodeAgentOptions options_;
+  std::unique_ptr<nvml::Library> library_;
+  std::unique_ptr<GpuSampler> sampler_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Gauge>* memory_;
+  prometheus::Family<prometheus::Gauge>* busy_;
+  prometheus::Family<prometheus::Gauge>* sm_;
+  prometheus::Family<prometheus::Gauge>* sm_lower_;
+  prometheus::Family<prometheus::Gauge>* sm_upper_;
+  prometheus::Family<prometheus::Gauge>* device_sm_;
+  prometheus::Family<prometheus::Gauge>* device_busy_;
+  prometheus::Family<prometheus::Gauge>* device_memory_;
+  prometheus::Counter* poll_errors_;
+  std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>> published_;
+  std::mutex mu_;  // the registry's contents and the state below
+  std::string not_ready_ = "NVML not loaded yet";
+  std::atomic<double> last_poll_s_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+};
+
+}  // namespace gpuvpa::agent

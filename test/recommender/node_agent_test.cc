@@ -1,0 +1,446 @@
+// gpuvpa-node-agent without a GPU: cgroup path forms, NVML through the fake libnvidia-ml.so.1
+// (error paths, the real H200 recordings replayed in time), /metrics as Prometheus reads it
+// (promtool check metrics), the binary's flags and probes.
+#include "recommender/agent/node_agent.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "recommender/agent/cgroup_path.h"
+#include "recommender/agent/gpu_sampler.h"
+#include "recommender/agent/nvml_library.h"
+#include "test/support/process.h"
+#include "test/support/sockets.h"
+#include "test/support/temp_dir.h"
+
+namespace gpuvpa::agent {
+namespace {
+
+const std::string kFixtures = std::string(GPUVPA_SHARED_DATA_DIR) + "/fixtures/nvml-h200";
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// ---- cgroup paths ----
+
+TEST(CgroupPathTest, EveryPathFormNamesThePodAndContainer) {
+  const std::string id(64, 'a');
+  const std::string v2_containerd =
+      "0::/kubepods.slice/kubepods-burstable.slice/"
+      "kubepods-burstable-pod0f2c6d3a_91b4_4c1e_8a55_3b2f0a9e7d10.slice/cri-containerd-" +
+      id + ".scope\n";
+  const std::string guaranteed =
+      "0::/kubepods.slice/kubepods-pod0f2c6d3a_91b4_4c1e_8a55_3b2f0a9e7d10.slice/crio-" + id +
+      ".scope\n";
+  const std::string conmon =
+      "0::/kubepods.slice/kubepods-besteffort.slice/"
+      "kubepods-besteffort-pod0f2c6d3a_91b4_4c1e_8a55_3b2f0a9e7d10.slice/crio-conmon-" +
+      id + ".scope\n";
+  const std::string docker =
+      "0::/kubepods.slice/kubepods-besteffort.slice/"
+      "kubepods-besteffort-pod0f2c6d3a_91b4_4c1e_8a55_3b2f0a9e7d10.slice/docker-" +
+      id + ".scope\n";
+  const std::string v1_cgroupfs =
+      "12:memory:/kubepods/burstable/pod0f2c6d3a-91b4-4c1e-8a55-3b2f0a9e7d10/" + id +
+      "\n11:cpu,cpuacct:/kubepods/burstable/pod0f2c6d3a-91b4-4c1e-8a55-3b2f0a9e7d10/" + id +
+      "\n1:name=systemd:/kubepods/burstable/pod0f2c6d3a-91b4-4c1e-8a55-3b2f0a9e7d10/" + id + "\n";
+  const std::string v2_cgroupfs =
+      "0::/kubepods/besteffort/pod0f2c6d3a-91b4-4c1e-8a55-3b2f0a9e7d10/" + id + "\n";
+  const std::string kind =
+      "0::/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
+      "kubelet-kubepods-besteffort-pod0f2c6d3a_91b4_4c1e_8a55_3b2f0a9e7d10.slice/"
+      "cri-containerd-" +
+      id + ".scope\n";
+  const std::string sandbox =
+      "0::/kubepods.slice/kubepods-burstable.slice/"
+      "kubepods-burstable-pod0f2c6d3a_91b4_4c1e_8a55_3b2f0a9e7d10.slice\n";
+  const std::string host = "0::/system.slice/containerd.service\n";
+  const std::string uid = "0f2c6d3a-91b4-4c1e-8a55-3b2f0a9e7d10";
+  struct Case {
+    std::string what, text, uid, container, runtime;
+  };
+  const Case cases[] = {
+      {"v2, systemd, containerd", v2_containerd, uid, id, "containerd"},
+      {"v2, guaranteed QoS, CRI-O", guaranteed, uid, id, "cri-o"},
+      {"CRI-O's conmon", conmon, uid, "", ""},
+      {"docker", docker, uid, id, "docker"},
+      {"v1, cgroupfs", v1_cgroupfs, uid, id, ""},
+      {"v2, cgroupfs", v2_cgroupfs, uid, id, ""},
+      {"kind (kubelet.slice)", kind, uid, id, "containerd"},
+      {"the pod's sandbox", sandbox, uid, "", ""},
+  };
+  for (const Case& c : cases) {
+    Result<std::optional<CgroupOwner>> owner = ParseProcCgroup(c.text);
+    ASSERT_TRUE(owner.ok()) << c.what << ": " << owner.status().message();
+    ASSERT_TRUE(owner->has_value()) << c.what;
+    EXPECT_EQ((*owner)->pod_uid, c.uid) << c.what;
+    EXPECT_EQ((*owner)->container_id, c.container) << c.what;
+    EXPECT_EQ((*owner)->runtime, c.runtime) << c.what;
+  }
+  Result<std::optional<CgroupOwner>> none = ParseProcCgroup(host);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value()) << "a host process has no pod";
+}
+
+TEST(CgroupPathTest, MalformedKubepodsPathsAreRefusedNamingTheLine) {
+  for (const std::string text :
+       {"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podNOTAUID.slice/x\n",
+        "0::/kubepods/burstable/pod0f2c6d3a-91b4-4c1e-8a55-3b2f0a9e7d10/zzzz\n",
+        "0::/kubepods.slice/kubepods-pod0f2c6d3a_91b4_4c1e_8a55_3b2f0a9e7d10.slice/"
+        "mystery-abc.scope\n",
+        "garbage without colons\n"}) {
+    Result<std::optional<CgroupOwner>> owner = ParseProcCgroup(text);
+    ASSERT_FALSE(owner.ok()) << text;
+    EXPECT_EQ(owner.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(owner.status().message().find("cgroup line"), std::string::npos)
+        << owner.status().message();
+  }
+}
+
+// ---- NVML through the fake library ----
+
+class FakeNvmlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : {"FAKE_NVML_DIR", "FAKE_NVML_SYNTHETIC", "FAKE_NVML_FAIL",
+                          "FAKE_NVML_NO_GPM", "FAKE_NVML_START", "FAKE_NVML_SPEED"})
+      ::unsetenv(v);
+  }
+  std::unique_ptr<nvml::Library> Open() {
+    Result<std::unique_ptr<nvml::Library>> lib = nvml::Library::Open(GPUVPA_FAKE_NVML);
+    EXPECT_TRUE(lib.ok()) << lib.status().message();
+    return lib.ok() ? std::move(*lib) : nullptr;
+  }
+  // The fake's clock, pinned.
+  static void SetTime(double t) {
+    void* h = dlopen(GPUVPA_FAKE_NVML, RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NE(h, nullptr);
+    auto set = reinterpret_cast<void (*)(double)>(dlsym(h, "fakeNvmlSetTime"));
+    ASSERT_NE(set, nullptr);
+    set(t);
+    dlclose(h);
+  }
+};
+
+TEST_F(FakeNvmlTest, AnAbsentLibraryIsUnavailableAndNamed) {
+  Result<std::unique_ptr<nvml::Library>> lib =
+      nvml::Library::Open("/nonexistent/libnvidia-ml.so.1");
+  ASSERT_FALSE(lib.ok());
+  EXPECT_EQ(lib.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(lib.status().message().find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
+  // A library without NVML's functions names the first one missing.
+  Result<std::unique_ptr<nvml::Library>> wrong = nvml::Library::Open("libm.so.6");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("has no function nvmlInit_v2"), std::string::npos)
+      << wrong.status().message();
+}
+
+TEST_F(FakeNvmlTest, AFailedInitIsUnavailableWithNvmlsOwnWords) {
+  ::setenv("FAKE_NVML_DIR", kFixtures.c_str(), 1);
+  ::setenv("FAKE_NVML_FAIL", "nvmlInit_v2=9", 1);
+  Result<std::unique_ptr<nvml::Library>> lib = nvml::Library::Open(GPUVPA_FAKE_NVML);
+  ASSERT_FALSE(lib.ok());
+  EXPECT_EQ(lib.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(lib.status().message().find("NVML_ERROR_DRIVER_NOT_LOADED (9)"), std::string::npos)
+      << lib.status().message();
+}
+
+TEST_F(FakeNvmlTest, ALostGpuMakesTheAgentNotReady) {
+  ::setenv("FAKE_NVML_SYNTHETIC", "2x4", 1);
+  ::setenv("FAKE_NVML_FAIL", "nvmlDeviceGetMemoryInfo=15", 1);
+  NodeAgentOptions options;
+  options.nvml_library = GPUVPA_FAKE_NVML;
+  options.label_by = LabelBy::kPid;
+  NodeAgent agent(options);
+  ASSERT_TRUE(agent.Start().ok());
+  const Status s = agent.PollOnce(100);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("NVML_ERROR_GPU_IS_LOST"), std::string::npos) << s.message();
+  const HttpServerResponse ready = agent.HandleHttp("/readyz");
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_NE(ready.body.find("GPU_IS_LOST"), std::string::npos) << ready.body;
+  EXPECT_EQ(agent.HandleHttp("/healthz").status, 200) << "alive: a restart would not help";
+  EXPECT_NE(agent.HandleHttp("/metrics").body.find("gpuvpa_node_agent_poll_errors_total 1"),
+            std::string::npos);
+}
+
+TEST_F(FakeNvmlTest, WithoutGpmThereIsNoSmFigureOnlyBusyTime) {
+  ::setenv("FAKE_NVML_SYNTHETIC", "1x2", 1);
+  ::setenv("FAKE_NVML_FAIL", "nvmlGpmQueryDeviceSupport=3", 1);
+  std::unique_ptr<nvml::Library> lib = Open();
+  ASSERT_NE(lib, nullptr);
+  GpuSampler sampler(*lib);
+  ASSERT_TRUE(sampler.Init().ok());
+  Snapshot snap = sampler.Poll(1);
+  ASSERT_EQ(snap.devices.size(), 1u);
+  EXPECT_TRUE(snap.devices[0].status.ok()) << snap.devices[0].status.message();
+  EXPECT_FALSE(snap.devices[0].sm_active_ratio);
+  ASSERT_EQ(snap.devices[0].processes.size(), 2u);
+  for (const ProcessReading& p : snap.devices[0].processes) {
+    EXPECT_EQ(p.busy_basis, BusyBasis::kSampled);
+    EXPECT_FALSE(p.sm_active_ratio);
+    EXPECT_EQ(p.method, "busy-time-only");
+  }
+}
+
+TEST_F(FakeNvmlTest, NoUtilizationSampleIsUnknownThenHeldThenIdleNeverAZeroAtOnce) {
+  // The recording's first process (pid 466) is listed at 1796405231.569 with no smUtil yet.
+  ::setenv("FAKE_NVML_DIR", kFixtures.c_str(), 1);
+  std::unique_ptr<nvml::Library> lib = Open();
+  ASSERT_NE(lib, nullptr);
+  SetTime(1796405231.6);
+  GpuSampler sampler(*lib);
+  ASSERT_TRUE(sampler.Init().ok());
+  Snapshot first = sampler.Poll(0);
+  ASSERT_EQ(first.devices[0].processes.size(), 1u);
+  // NOT_FOUND (nothing newer than the timestamp) is not an error and not zero usage.
+  EXPECT_TRUE(first.devices[0].status.ok()) << first.devices[0].status.message();
+  // Samples before the process listed belong to no one; the first pass reads what exists.
+  SetTime(1796405232.1);
+  Snapshot sampled = sampler.Poll(0.5);
+  ASSERT_EQ(sampled.devices[0].processes.size(), 1u);
+  EXPECT_EQ(sampled.devices[0].processes[0].busy_basis, BusyBasis::kSampled);
+  EXPECT_NEAR(sampled.devices[0].processes[0].busy_ratio, 0.44, 1e-9);
+  // Three passes in the same instant: no new sample (NOT_FOUND), the figure is held, then idle.
+  Snapshot held = sampler.Poll(0.6);
+  EXPECT_EQ(held.devices[0].processes[0].busy_basis, BusyBasis::kHeld);
+  EXPECT_NEAR(held.devices[0].processes[0].busy_ratio, 0.44, 1e-9);
+  sampler.Poll(0.7);
+  Snapshot idle = sampler.Poll(0.8);
+  EXPECT_EQ(idle.devices[0].processes[0].busy_basis, BusyBasis::kConfirmedIdle);
+  EXPECT_EQ(idle.devices[0].processes[0].busy_ratio, 0);
+}
+
+// Replays the whole H200 recording, one pass every 0.5 s, and averages each process's figures
+// over its busy window (phases.csv).
+struct Phase {
+  std::string tag;
+  unsigned pid;
+  double start, end;
+};
+std::vector<Phase> ReadPhases() {
+  std::vector<Phase> out;
+  std::ifstream in(kFixtures + "/phases.csv");
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::vector<std::string> c;
+    for (std::string cell; std::getline(ss, cell, ',');) c.push_back(cell);
+    out.push_back(
+        {c[0], static_cast<unsigned>(std::stoul(c[1])), std::stod(c[5]), std::stod(c[6])});
+  }
+  return out;
+}
+
+TEST_F(FakeNvmlTest, TheH200RecordingsComeOutAsTheTruthNotAsAnEqualSplit) {
+  ::setenv("FAKE_NVML_DIR", kFixtures.c_str(), 1);
+  std::unique_ptr<nvml::Library> lib = Open();
+  ASSERT_NE(lib, nullptr);
+  const std::vector<Phase> phases = ReadPhases();
+  ASSERT_EQ(phases.size(), 6u);
+  SetTime(1796405222.6);
+  GpuSampler sampler(*lib);
+  ASSERT_TRUE(sampler.Init().ok());
+  struct Mean {
+    double memory = 0, busy = 0, sm = 0;
+    int n = 0, sm_n = 0;
+    std::map<std::string, int> methods;
+  };
+  std::map<unsigned, Mean> mean;
+  for (double t = 1796405222.6; t < 1796405327; t += 0.5) {
+    SetTime(t);
+    const Snapshot snap = sampler.Poll(t);
+    ASSERT_TRUE(snap.devices[0].status.ok()) << snap.devices[0].status.message();
+    for (const ProcessReading& p : snap.devices[0].processes) {
+      for (const Phase& ph : phases) {
+        // Inside the busy window, past the first second (the first samples straddle it).
+        if (ph.pid != p.pid || t < ph.start + 1 || t > ph.end) continue;
+        Mean& m = mean[p.pid];
+        m.memory += p.memory_used_bytes;
+        m.busy += p.busy_ratio;
+        ++m.n;
+        if (p.sm_active_ratio) {
+          m.sm += *p.sm_active_ratio;
+          ++m.sm_n;
+          ++m.methods[p.method];
+        }
+      }
+    }
+  }
+  auto avg = [&](unsigned pid, double Mean::*field, bool sm) {
+    const Mean& m = mean[pid];
+    return m.*field / (sm ? m.sm_n : m.n);
+  };
+  const unsigned e1 = 578, e2 = 579, one_thread = 524;
+  ASSERT_GT(mean[e1].n, 30);
+  ASSERT_GT(mean[e2].sm_n, 30);
+  // Memory per process: 9,284 and 42,052 MiB, where an equal split gives each ~26 GiB.
+  EXPECT_NEAR(avg(e1, &Mean::memory, false) / kMiB, 9284, 1);
+  EXPECT_NEAR(avg(e2, &Mean::memory, false) / kMiB, 42052, 1);
+  // Busy time ~30 % and ~44 %.
+  EXPECT_NEAR(avg(e1, &Mean::busy, false), 0.30, 0.03);
+  EXPECT_NEAR(avg(e2, &Mean::busy, false), 0.44, 0.03);
+  // The device's GPM SM activity (~64 %) split by busy time: ~26 % and ~38 %.
+  EXPECT_NEAR(avg(e1, &Mean::sm, true), 0.26, 0.03);
+  EXPECT_NEAR(avg(e2, &Mean::sm, true), 0.38, 0.03);
+  EXPECT_GT(mean[e2].methods["busy-proportional"], 20) << "both busy, neither calibrated alone";
+  // One thread spinning: busy ~100 %, SM activity under 2 %.
+  EXPECT_GT(avg(one_thread, &Mean::busy, false), 0.9);
+  EXPECT_LT(avg(one_thread, &Mean::sm, true), 0.02);
+  EXPECT_GT(mean[one_thread].methods["alone"], 10);
+  // Whole-GPU phases alone: SM activity as GPM read it (21 % and 68 %).
+  EXPECT_NEAR(avg(466, &Mean::sm, true), 0.21, 0.04);
+  EXPECT_NEAR(avg(495, &Mean::sm, true), 0.68, 0.04);
+  // Held but idle: no SM figure above zero.
+  EXPECT_LT(avg(553, &Mean::sm, true), 0.01);
+}
+
+TEST_F(FakeNvmlTest, ASoloCalibratedSplitGivesTheOneThreadJobNoCreditForSmsItNeverUsed) {
+  // A recording in the shape of the H200's: a full-SM job (pid 2) alone at busy 50 % / SM 34 %,
+  // then a one-thread job (pid 1) alone at busy 99 % / SM 1 % (pid 2 idle, still holding its
+  // memory), then both at once (SM 35 %).
+  testing::ScopedTempDir rec;
+  std::ofstream dev(rec.Path("nvml_device.csv")), proc(rec.Path("nvml_process.csv")),
+      gpm(rec.Path("nvml_gpm.csv"));
+  dev << "t,mem_used_mib,mem_total_mib,util_gpu_pct,util_mem_pct\n";
+  proc << "t,pid,used_mib,sm_util_pct,mem_util_pct\n";
+  gpm << "t,sm_active,sm_occupancy,graphics_active,dram_bw_util,tensor_any_active\n";
+  for (int i = 0; i < 60; ++i) {
+    const double t = 1000 + 0.5 * i;
+    const int phase = i / 20;  // 0: pid 2 alone, 1: pid 1 alone, 2: both
+    dev << t << ",40000,143771,99,0\n";
+    proc << t << ",2,20000," << (phase == 1 ? ",\n" : "50,10\n");
+    if (phase != 0) proc << t << ",1,20000,99,0\n";
+    gpm << t << "," << (phase == 0 ? 34 : phase == 1 ? 1 : 35) << ",5,0,0,0\n";
+  }
+  dev.close();
+  proc.close();
+  gpm.close();
+  ::setenv("FAKE_NVML_DIR", rec.dir().c_str(), 1);
+  std::unique_ptr<nvml::Library> lib = Open();
+  ASSERT_NE(lib, nullptr);
+  GpuSampler sampler(*lib);
+  ASSERT_TRUE(sampler.Init().ok());
+  std::map<unsigned, double> shared_sm;
+  std::map<unsigned, std::string> method;
+  for (int i = 0; i < 60; ++i) {
+    const double t = 1000 + 0.5 * i + 0.01;
+    SetTime(t);
+    const Snapshot snap = sampler.Poll(t);
+    if (i < 45) continue;  // both running, a few passes in
+    for (const ProcessReading& p : snap.devices[0].processes) {
+      ASSERT_TRUE(p.sm_active_ratio) << p.pid;
+      shared_sm[p.pid] = *p.sm_active_ratio;
+      method[p.pid] = p.method;
+      EXPECT_LE(p.sm_active_lower_ratio, *p.sm_active_ratio);
+      EXPECT_LE(*p.sm_active_ratio, p.sm_active_upper_ratio);
+    }
+  }
+  EXPECT_EQ(method[1], "solo-calibrated");
+  // Busy-proportional would give the one-thread job 0.35 × 99/149 = 23 %.
+  EXPECT_LT(shared_sm[1], 0.02);
+  EXPECT_NEAR(shared_sm[2], 0.34, 0.02);
+}
+
+// ---- the agent's series ----
+
+TEST_F(FakeNvmlTest, ProcessesAreLabelledByTheirPodsCgroup) {
+  ::setenv("FAKE_NVML_DIR", kFixtures.c_str(), 1);
+  testing::ScopedTempDir proc;
+  const std::string id(64, 'b');
+  for (const auto& [pid, uid] :
+       std::map<int, std::string>{{578, "11111111_2222_3333_4444_555555555555"},
+                                  {579, "66666666_7777_8888_9999_000000000000"}}) {
+    std::filesystem::create_directories(proc.Path(std::to_string(pid)));
+    std::ofstream(proc.Path(std::to_string(pid) + "/cgroup"))
+        << "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" << uid
+        << ".slice/cri-containerd-" << id << ".scope\n";
+  }
+  NodeAgentOptions options;
+  options.nvml_library = GPUVPA_FAKE_NVML;
+  options.proc_root = proc.dir().string();
+  NodeAgent agent(options);
+  ASSERT_TRUE(agent.Start().ok());  // (nvmlInit: the fake's clock is pinned below)
+  for (double t = 1796405310; t < 1796405312; t += 0.5) {
+    SetTime(t);
+    ASSERT_TRUE(agent.PollOnce(t).ok());
+  }
+  EXPECT_EQ(agent.HandleHttp("/readyz").status, 200);
+  const std::string page = agent.HandleHttp("/metrics").body;
+  EXPECT_NE(page.find("pod_uid=\"11111111-2222-3333-4444-555555555555\""), std::string::npos)
+      << page;
+  EXPECT_NE(page.find("gpuvpa_container_gpu_memory_used_bytes{container=\"\",container_id=\"" + id +
+                      "\""),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("gpuvpa_gpu_sm_active_ratio{gpu_instance=\"\",gpu_uuid=\"GPU-"),
+            std::string::npos);
+}
+
+// ---- the binary ----
+
+std::string Curl(int port, const std::string& path, int* rc) {
+  return testing::RunShell(
+      "curl -s -w ' %{http_code}' http://127.0.0.1:" + std::to_string(port) + path, rc);
+}
+
+TEST(NodeAgentBinaryTest, ServesMetricsPromtoolAcceptsAndTellsWhyItIsNotReady) {
+  const std::string bin = std::string(GPUVPA_BIN_DIR) + "/gpuvpa-node-agent";
+  int rc = 0;
+  const std::string help = testing::RunShell(bin + " --help", &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(help.find("--nvml-library"), std::string::npos);
+  const std::string typo = testing::RunShell(bin + " --label-by pods", &rc);
+  EXPECT_EQ(rc, 2) << typo;
+  testing::ScopedTempDir dir;
+  // With the fake NVML replaying the shared phase at 4× speed.
+  const int port = testing::FreeLocalPort();
+  pid_t pid = testing::SpawnProcess(
+      {"env", "FAKE_NVML_DIR=" + kFixtures, "FAKE_NVML_START=1796405302", "FAKE_NVML_SPEED=2", bin,
+       "--nvml-library", GPUVPA_FAKE_NVML, "--label-by", "pid", "--interval", "0.25",
+       "--listen-http", "127.0.0.1:" + std::to_string(port)},
+      dir.Path("agent.log"));
+  ASSERT_GT(pid, 0);
+  std::string ready;
+  for (int i = 0; i < 100; ++i) {
+    ready = Curl(port, "/readyz", &rc);
+    if (ready.find(" 200") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(ready.find("ready\n 200"), std::string::npos)
+      << ready << testing::ReadTextFile(dir.Path("agent.log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const std::string page =
+      testing::RunShell("curl -s http://127.0.0.1:" + std::to_string(port) + "/metrics", &rc);
+  std::ofstream(dir.Path("metrics.txt")) << page;
+  EXPECT_NE(page.find("gpuvpa_container_gpu_busy_ratio{"), std::string::npos) << page;
+  EXPECT_NE(page.find("pid=\"578\""), std::string::npos) << page;
+  EXPECT_NE(page.find("pid=\"579\""), std::string::npos) << page;
+  const std::string check =
+      testing::RunShell("promtool check metrics < " + dir.Path("metrics.txt"), &rc);
+  EXPECT_EQ(rc, 0) << check;
+  testing::KillProcess(pid);
+
+  // No NVML: alive, not ready, and the reason names the library.
+  const int port2 = testing::FreeLocalPort();
+  pid_t absent = testing::SpawnProcess({bin, "--nvml-library", "/nonexistent/libnvidia-ml.so.1",
+                                        "--listen-http", "127.0.0.1:" + std::to_string(port2)},
+                                       dir.Path("absent.log"));
+  ASSERT_TRUE(testing::WaitForTcpPort(port2, std::chrono::seconds(10)));
+  const std::string not_ready = Curl(port2, "/readyz", &rc);
+  EXPECT_NE(not_ready.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << not_ready;
+  EXPECT_NE(not_ready.find(" 503"), std::string::npos) << not_ready;
+  EXPECT_NE(Curl(port2, "/healthz", &rc).find(" 200"), std::string::npos);
+  testing::KillProcess(absent);
+}
+
+}  // namespace
+}  // namespace gpuvpa::agent

@@ -1,0 +1,375 @@
+// A fake libnvidia-ml.so.1 for tests and benchmarks: the functions the node agent resolves,
+// answering from a recording of a real GPU replayed in time, or from a synthetic node.
+//   FAKE_NVML_DIR=<dir>     replay nvml_device.csv, nvml_process.csv, nvml_gpm.csv (the
+//                           H200 recordings of shared/data/fixtures/nvml-h200/): one device
+//   FAKE_NVML_SYNTHETIC=DxP D devices with P processes each, steady readings (benchmarks)
+//   FAKE_NVML_START=<t>     replay clock at nvmlInit (default: the first device row)
+//   FAKE_NVML_SPEED=<x>     replay seconds per wall second (default 1)
+//   FAKE_NVML_FAIL=f=c,...  function f returns code c (e.g. nvmlDeviceGetMemoryInfo=15)
+//   FAKE_NVML_NO_GPM=1      GPM not supported
+// Tests may pin the clock: fakeNvmlSetTime(t) (resolved with dlsym) stops the wall clock.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "recommender/agent/nvml_abi.h"
+
+// The opaque handles of the ABI, defined here.
+struct nvmlDevice_st {
+  int index;
+};
+struct nvmlGpmSample_st {
+  double t;
+  int device;
+};
+
+namespace {
+
+namespace nv = gpuvpa::nvml;
+
+struct DeviceRow {
+  double t, used_mib, total_mib, util;
+};
+struct ProcessRow {
+  double t;
+  unsigned pid;
+  double used_mib;  // < 0: not in the memory list
+  int sm;           // < 0: no utilization sample
+};
+struct GpmRow {
+  double t, sm_active, sm_occupancy;
+};
+
+struct State {
+  bool initialised = false;
+  bool synthetic = false;
+  int devices = 1, processes_per_device = 0;
+  std::vector<DeviceRow> device_rows;
+  std::vector<ProcessRow> process_rows;
+  std::vector<GpmRow> gpm_rows;
+  std::map<std::string, int> fail;
+  bool gpm = true;
+  double start = 0, speed = 1, wall0 = 0;
+  bool pinned = false;
+  double pinned_time = 0;
+};
+
+std::mutex mu;
+State state;
+nvmlDevice_st device_handles[64];
+
+double Wall() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+double Now() {
+  return state.pinned ? state.pinned_time : state.start + (Wall() - state.wall0) * state.speed;
+}
+
+double Field(const std::string& s) { return s.empty() || s == "nan" ? -1 : std::atof(s.c_str()); }
+
+std::vector<std::vector<std::string>> ReadCsv(const std::string& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::ifstream in(path);
+  std::string line;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (header) {
+      header = false;
+      continue;
+    }
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+int Failure(const char* name) {
+  auto it = state.fail.find(name);
+  return it == state.fail.end() ? nv::kSuccess : it->second;
+}
+
+#define FAKE_GUARD(name)                             \
+  std::lock_guard<std::mutex> lock(mu);              \
+  if (!state.initialised) return nv::kUninitialized; \
+  if (int rc = Failure(name); rc != nv::kSuccess) return rc;
+
+bool ValidDevice(nvmlDevice_t d) {
+  return d != nullptr && d >= device_handles && d < device_handles + state.devices;
+}
+
+// The latest row at or before `t` (rows sorted by time); null before the first.
+template <typename Row>
+const Row* AtOrBefore(const std::vector<Row>& rows, double t) {
+  auto it =
+      std::upper_bound(rows.begin(), rows.end(), t, [](double v, const Row& r) { return v < r.t; });
+  return it == rows.begin() ? nullptr : &*(it - 1);
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) void fakeNvmlSetTime(double t) {
+  std::lock_guard<std::mutex> lock(mu);
+  state.pinned = true;
+  state.pinned_time = t;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() {
+  std::lock_guard<std::mutex> lock(mu);
+  state = State{};
+  if (const char* f = std::getenv("FAKE_NVML_FAIL")) {
+    std::stringstream ss(f);
+    std::string item;
+    while (std::getline(ss, item, ','))
+      if (size_t eq = item.find('='); eq != std::string::npos)
+        state.fail[item.substr(0, eq)] = std::atoi(item.c_str() + eq + 1);
+  }
+  if (int rc = Failure("nvmlInit_v2"); rc != nv::kSuccess) return rc;
+  state.gpm = std::getenv("FAKE_NVML_NO_GPM") == nullptr;
+  if (const char* spec = std::getenv("FAKE_NVML_SYNTHETIC")) {
+    state.synthetic = true;
+    if (std::sscanf(spec, "%dx%d", &state.devices, &state.processes_per_device) != 2 ||
+        state.devices < 1 || state.devices > 64 || state.processes_per_device < 0)
+      return nv::kInvalidArgument;
+  } else if (const char* dir = std::getenv("FAKE_NVML_DIR")) {
+    const std::string d = dir;
+    for (const auto& r : ReadCsv(d + "/nvml_device.csv"))
+      if (r.size() >= 4)
+        state.device_rows.push_back({Field(r[0]), Field(r[1]), Field(r[2]), Field(r[3])});
+    for (const auto& r : ReadCsv(d + "/nvml_process.csv"))
+      if (r.size() >= 4)
+        state.process_rows.push_back({Field(r[0]), static_cast<unsigned>(std::atoi(r[1].c_str())),
+                                      Field(r[2]), r[3].empty() ? -1 : std::atoi(r[3].c_str())});
+    for (const auto& r : ReadCsv(d + "/nvml_gpm.csv"))
+      if (r.size() >= 3) state.gpm_rows.push_back({Field(r[0]), Field(r[1]), Field(r[2])});
+    if (state.device_rows.empty()) return nv::kDriverNotLoaded;
+    state.start = state.device_rows.front().t;
+  } else {
+    return nv::kDriverNotLoaded;
+  }
+  if (const char* s = std::getenv("FAKE_NVML_START")) state.start = std::atof(s);
+  if (const char* s = std::getenv("FAKE_NVML_SPEED")) state.speed = std::atof(s);
+  state.wall0 = Wall();
+  for (int i = 0; i < 64; ++i) device_handles[i].index = i;
+  state.initialised = true;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlShutdown() {
+  std::lock_guard<std::mutex> lock(mu);
+  state.initialised = false;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) const char* nvmlErrorString(nvmlReturn_t rc) {
+  switch (rc) {
+    case nv::kSuccess:
+      return "Success";
+    case nv::kNotSupported:
+      return "Not Supported";
+    case nv::kNotFound:
+      return "Not Found";
+    case nv::kGpuIsLost:
+      return "GPU is lost";
+    case nv::kInsufficientSize:
+      return "Insufficient Size";
+    default:
+      return "Unknown Error";
+  }
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  FAKE_GUARD("nvmlDeviceGetCount_v2");
+  *count = static_cast<unsigned>(state.devices);
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(
+    unsigned int index, nvmlDevice_t* device) {
+  FAKE_GUARD("nvmlDeviceGetHandleByIndex_v2");
+  if (index >= static_cast<unsigned>(state.devices)) return nv::kInvalidArgument;
+  *device = &device_handles[index];
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* uuid,
+                                                                      unsigned int length) {
+  FAKE_GUARD("nvmlDeviceGetUUID");
+  if (!ValidDevice(d)) return nv::kInvalidArgument;
+  std::snprintf(uuid, length, "GPU-fa4e0000-0000-4000-8000-%012d", d->index);
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d,
+                                                                            nvmlMemory_t* m) {
+  FAKE_GUARD("nvmlDeviceGetMemoryInfo");
+  if (!ValidDevice(d)) return nv::kInvalidArgument;
+  const double mib = 1024.0 * 1024.0;
+  if (state.synthetic) {
+    m->total = static_cast<unsigned long long>(143771 * mib);
+    m->used = static_cast<unsigned long long>(state.processes_per_device * 512 * mib);
+  } else {
+    const DeviceRow* r = AtOrBefore(state.device_rows, Now());
+    if (r == nullptr) r = &state.device_rows.front();
+    m->total = static_cast<unsigned long long>(r->total_mib * mib);
+    m->used = static_cast<unsigned long long>(r->used_mib * mib);
+  }
+  m->free = m->total - std::min(m->total, m->used);
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUtilizationRates(
+    nvmlDevice_t d, nvmlUtilization_t* u) {
+  FAKE_GUARD("nvmlDeviceGetUtilizationRates");
+  if (!ValidDevice(d)) return nv::kInvalidArgument;
+  if (state.synthetic) {
+    *u = {60, 20};
+  } else {
+    const DeviceRow* r = AtOrBefore(state.device_rows, Now());
+    *u = {r ? static_cast<unsigned>(r->util) : 0u, 0u};
+  }
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(
+    nvmlDevice_t d, unsigned int* count, nvmlProcessInfo_t* infos) {
+  FAKE_GUARD("nvmlDeviceGetComputeRunningProcesses_v3");
+  if (!ValidDevice(d) || count == nullptr) return nv::kInvalidArgument;
+  std::vector<nvmlProcessInfo_t> list;
+  const double mib = 1024.0 * 1024.0;
+  if (state.synthetic) {
+    for (int p = 0; p < state.processes_per_device; ++p)
+      list.push_back({static_cast<unsigned>(10000 + d->index * state.processes_per_device + p),
+                      static_cast<unsigned long long>((p + 1) * 256 * mib), nv::kNoGpuInstance,
+                      nv::kNoGpuInstance, 0});
+  } else if (const ProcessRow* latest = AtOrBefore(state.process_rows, Now())) {
+    // The processes listed at the latest recorded sampling tick.
+    for (const ProcessRow& r : state.process_rows)
+      if (std::fabs(r.t - latest->t) < 1e-6 && r.used_mib >= 0)
+        list.push_back({r.pid, static_cast<unsigned long long>(r.used_mib * mib),
+                        nv::kNoGpuInstance, nv::kNoGpuInstance, 0});
+  }
+  const unsigned have = *count;
+  *count = static_cast<unsigned>(list.size());
+  if (have < list.size()) return nv::kInsufficientSize;
+  std::copy(list.begin(), list.end(), infos);
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetProcessUtilization(
+    nvmlDevice_t d, nvmlProcessUtilizationSample_t* samples, unsigned int* count,
+    unsigned long long last_seen_us) {
+  FAKE_GUARD("nvmlDeviceGetProcessUtilization");
+  if (!ValidDevice(d) || count == nullptr) return nv::kInvalidArgument;
+  std::vector<nvmlProcessUtilizationSample_t> list;
+  const unsigned long long now_us = static_cast<unsigned long long>(Now() * 1e6);
+  if (state.synthetic) {
+    if (now_us > last_seen_us)
+      for (int p = 0; p < state.processes_per_device; ++p)
+        list.push_back({static_cast<unsigned>(10000 + d->index * state.processes_per_device + p),
+                        now_us, static_cast<unsigned>((p * 13) % 60 + 1), 5, 0, 0});
+  } else {
+    for (const ProcessRow& r : state.process_rows) {
+      const unsigned long long t_us = static_cast<unsigned long long>(r.t * 1e6);
+      if (r.sm >= 0 && t_us > last_seen_us && t_us <= now_us)
+        list.push_back({r.pid, t_us, static_cast<unsigned>(r.sm), 0, 0, 0});
+    }
+  }
+  if (list.empty()) return nv::kNotFound;
+  const unsigned have = samples == nullptr ? 0 : *count;
+  *count = static_cast<unsigned>(list.size());
+  if (have < list.size()) return nv::kInsufficientSize;
+  std::copy(list.begin(), list.end(), samples);
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmQueryDeviceSupport(
+    nvmlDevice_t d, nvmlGpmSupport_t* support) {
+  FAKE_GUARD("nvmlGpmQueryDeviceSupport");
+  if (!ValidDevice(d) || support == nullptr || support->version != nv::kGpmSupportVersion)
+    return nv::kInvalidArgument;
+  support->isSupportedDevice = state.gpm ? 1 : 0;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* s) {
+  FAKE_GUARD("nvmlGpmSampleAlloc");
+  *s = new nvmlGpmSample_st{0, -1};
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t s) {
+  std::lock_guard<std::mutex> lock(mu);
+  delete s;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d,
+                                                                     nvmlGpmSample_t s) {
+  FAKE_GUARD("nvmlGpmSampleGet");
+  if (!ValidDevice(d) || s == nullptr) return nv::kInvalidArgument;
+  if (!state.gpm) return nv::kNotSupported;
+  s->t = Now();
+  s->device = d->index;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* get) {
+  FAKE_GUARD("nvmlGpmMetricsGet");
+  if (get == nullptr || get->version != nv::kGpmMetricsGetVersion || get->sample1 == nullptr ||
+      get->sample2 == nullptr || get->sample1->device != get->sample2->device ||
+      get->numMetrics > sizeof get->metrics / sizeof get->metrics[0])
+    return nv::kInvalidArgument;
+  const double t1 = get->sample1->t, t2 = get->sample2->t;
+  // Each recorded row is the metric over the interval since the row before it: average the
+  // rows inside (t1, t2], or take the one whose interval covers it.
+  double sm = 0, occ = 0;
+  if (state.synthetic) {
+    sm = 50;
+    occ = 20;
+  } else {
+    int n = 0;
+    for (const GpmRow& r : state.gpm_rows)
+      if (r.t > t1 && r.t <= t2 && r.sm_active >= 0) {
+        sm += r.sm_active;
+        occ += r.sm_occupancy;
+        ++n;
+      }
+    if (n == 0) {
+      auto it = std::find_if(state.gpm_rows.begin(), state.gpm_rows.end(),
+                             [&](const GpmRow& r) { return r.t > t2; });
+      // Past the end of the recording the device is idle.
+      sm = it == state.gpm_rows.end() ? 0 : it->sm_active;
+      occ = it == state.gpm_rows.end() ? 0 : it->sm_occupancy;
+    } else {
+      sm /= n;
+      occ /= n;
+    }
+  }
+  for (unsigned i = 0; i < get->numMetrics; ++i) {
+    nvmlGpmMetric_t& m = get->metrics[i];
+    m.nvmlReturn = nv::kSuccess;
+    if (m.metricId == nv::kGpmSmUtil)
+      m.value = sm;
+    else if (m.metricId == nv::kGpmSmOccupancy)
+      m.value = occ;
+    else
+      m.nvmlReturn = nv::kNotSupported;
+  }
+  return nv::kSuccess;
+}
+
+}  // extern "C"
