@@ -107,13 +107,16 @@ Status NodeAgent::PollOnce(double now_s) {
 }
 
 void NodeAgent::Publish(const Snapshot& snap) {
-  for (auto& [family, gauge] : published_) family->Remove(gauge);
-  published_.clear();
+  ++pass_;
+  std::string key;
   auto set = [&](prometheus::Family<prometheus::Gauge>* family,
                  const std::map<std::string, std::string>& labels, double value) {
-    prometheus::Gauge& g = family->Add(labels);
-    g.Set(value);
-    published_.push_back({family, &g});
+    key.assign(reinterpret_cast<const char*>(&family), sizeof family);
+    for (const auto& [k, v] : labels) (key += v) += '\x1f';
+    auto [it, added] = published_.try_emplace(key, Published{family, nullptr, pass_});
+    if (added) it->second.gauge = &family->Add(labels);
+    it->second.pass = pass_;
+    it->second.gauge->Set(value);
   };
   const bool by_pid = options_.label_by == LabelBy::kPid;
   for (const DeviceReading& d : snap.devices) {
@@ -166,6 +169,12 @@ void NodeAgent::Publish(const Snapshot& snap) {
       }
     }
   }
+  // Series of processes that ended, or figures that became unknown, leave the page.
+  std::erase_if(published_, [this](const auto& kv) {
+    if (kv.second.pass == pass_) return false;
+    kv.second.family->Remove(kv.second.gauge);
+    return true;
+  });
 }
 
 void NodeAgent::Run() {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/net/http_server.h"
@@ -74,7 +75,15 @@ class NodeAgent {
   prometheus::Family<prometheus::Gauge>* device_busy_;
   prometheus::Family<prometheus::Gauge>* device_memory_;
   prometheus::Counter* poll_errors_;
-  std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>> published_;
+  // The series of the last pass, by family and labels: kept across passes (prometheus-cpp's
+  // Remove is linear in the family), the ones a pass did not set are removed after it.
+  struct Published {
+    prometheus::Family<prometheus::Gauge>* family;
+    prometheus::Gauge* gauge;
+    uint64_t pass;
+  };
+  std::unordered_map<std::string, Published> published_;
+  uint64_t pass_ = 0;
   std::mutex mu_;  // the registry's contents and the state below
   std::string not_ready_ = "NVML not loaded yet";
   std::atomic<double> last_poll_s_{0};

@@ -425,8 +425,8 @@ TEST(DockerfileTest, PinnedNonRootAndTheRuntimeStageHasEveryLibraryTheBinariesLo
   const std::string bin = GPUVPA_BIN_DIR;
   const std::string packages = Shell(
       "for b in '" + bin + "/gpuvpa' '" + bin + "/gpuvpa-recommender' '" + bin +
-          "/gpuvpa-updater' '" + bin +
-          "/gpuvpa-scaler'; do ldd \"$b\"; done | awk '/=>/{print $3}' "
+          "/gpuvpa-updater' '" + bin + "/gpuvpa-scaler' '" + bin +
+          "/gpuvpa-node-agent'; do ldd \"$b\"; done | awk '/=>/{print $3}' "
           "| sort -u | while read -r f; do dpkg -S \"$(readlink -f \"$f\")\" 2>/dev/null || dpkg "
           "-S \"$f\"; done | cut -d: -f1 | sort -u",
       &rc);
