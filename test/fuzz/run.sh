@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds="${FUZZ_SECONDS:-60}"
 harnesses=(trace_row allocation allocation_query checkpoint config scaled_object timestamp prometheus_response
-  ledger_spool prometheus_api dcgm_exposition plan kube ledger_rpc cgroup)
+  ledger_spool prometheus_api dcgm_exposition plan kube ledger_rpc cgroup pod_resources)
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGPUVPA_FUZZ=ON -DGPUVPA_BUILD_TESTS=OFF -DGPUVPA_BUILD_BENCH=OFF >/dev/null
 cmake --build build-fuzz -j2 --target "${harnesses[@]/%/_fuzz}"

@@ -4,6 +4,7 @@
 #include "recommender/agent/node_agent.h"
 
 #include <dlfcn.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -15,9 +16,11 @@
 #include <sstream>
 #include <thread>
 
+#include "proto/podresources.grpc.pb.h"
 #include "recommender/agent/cgroup_path.h"
 #include "recommender/agent/gpu_sampler.h"
 #include "recommender/agent/nvml_library.h"
+#include "recommender/agent/pod_resources.h"
 #include "test/support/process.h"
 #include "test/support/sockets.h"
 #include "test/support/temp_dir.h"
@@ -440,6 +443,101 @@ TEST(NodeAgentBinaryTest, ServesMetricsPromtoolAcceptsAndTellsWhyItIsNotReady) {
   EXPECT_NE(not_ready.find(" 503"), std::string::npos) << not_ready;
   EXPECT_NE(Curl(port2, "/healthz", &rc).find(" 200"), std::string::npos);
   testing::KillProcess(absent);
+}
+
+}  // namespace
+}  // namespace gpuvpa::agent
+
+// ---- the kubelet's pod-resources API ----
+
+namespace gpuvpa::agent {
+namespace {
+
+class FakeKubelet final : public ::v1::PodResourcesLister::Service {
+ public:
+  ::v1::ListPodResourcesResponse answer;
+  grpc::Status List(grpc::ServerContext*, const ::v1::ListPodResourcesRequest*,
+                    ::v1::ListPodResourcesResponse* response) override {
+    *response = answer;
+    return grpc::Status::OK;
+  }
+};
+
+void AddContainer(::v1::ListPodResourcesResponse& r, const std::string& ns, const std::string& pod,
+                  const std::string& container, const std::string& resource,
+                  std::vector<std::string> ids) {
+  ::v1::PodResources* p = nullptr;
+  for (auto& existing : *r.mutable_pod_resources())
+    if (existing.name() == pod && existing.namespace_() == ns) p = &existing;
+  if (p == nullptr) {
+    p = r.add_pod_resources();
+    p->set_name(pod);
+    p->set_namespace_(ns);
+  }
+  ::v1::ContainerResources* c = p->add_containers();
+  c->set_name(container);
+  ::v1::ContainerDevices* d = c->add_devices();
+  d->set_resource_name(resource);
+  for (const std::string& id : ids) d->add_device_ids(id);
+}
+
+TEST(PodResourcesTest, TheKubeletsListOverItsUnixSocketSaysWhoHoldsEachDevice) {
+  testing::ScopedTempDir dir;
+  const std::string socket = dir.Path("kubelet.sock");
+  FakeKubelet kubelet;
+  // A whole GPU, two time-sliced replicas of one GPU, a MIG device, and a CPU-only resource.
+  AddContainer(kubelet.answer, "ml", "trainer-0", "main", "nvidia.com/gpu",
+               {"GPU-11111111-2222-3333-4444-555555555555"});
+  AddContainer(kubelet.answer, "ml", "infer-a", "server", "nvidia.com/gpu.shared",
+               {"GPU-66666666-7777-8888-9999-000000000000::0"});
+  AddContainer(kubelet.answer, "ml", "infer-b", "server", "nvidia.com/gpu.shared",
+               {"GPU-66666666-7777-8888-9999-000000000000::3"});
+  AddContainer(kubelet.answer, "ml", "scorer", "main", "nvidia.com/mig-3g.40gb",
+               {"MIG-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"});
+  AddContainer(kubelet.answer, "ml", "scorer", "sidecar", "example.com/nic", {"nic0"});
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
+  builder.RegisterService(&kubelet);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+
+  Result<PodDevices> table = ListPodDevices(socket);
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(table->device_count(), 3u) << "nvidia.com resources only";
+  const auto& whole = table->HoldersOf("GPU-11111111-2222-3333-4444-555555555555");
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].pod, "trainer-0");
+  EXPECT_EQ(whole[0].replica, -1);
+  const auto& shared = table->HoldersOf("GPU-66666666-7777-8888-9999-000000000000");
+  ASSERT_EQ(shared.size(), 2u);
+  EXPECT_EQ(shared[0].pod, "infer-a");
+  EXPECT_EQ(shared[0].replica, 0);
+  EXPECT_EQ(shared[1].replica, 3);
+  EXPECT_EQ(shared[1].resource, "nvidia.com/gpu.shared");
+  const auto& mig = table->HoldersOf("MIG-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
+  ASSERT_EQ(mig.size(), 1u);
+  EXPECT_EQ(mig[0].container, "main");
+  EXPECT_TRUE(table->HoldersOf("GPU-unknown").empty());
+  server->Shutdown();
+
+  // No kubelet: UNAVAILABLE naming the socket, never an empty table.
+  Result<PodDevices> down = ListPodDevices(dir.Path("absent.sock"), std::chrono::milliseconds(300));
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(down.status().message().find("absent.sock"), std::string::npos);
+}
+
+TEST(PodResourcesTest, EntriesWithoutNamesOrWithBadReplicaIdsAreSkippedAndNamed) {
+  ::v1::ListPodResourcesResponse r;
+  AddContainer(r, "ml", "", "main", "nvidia.com/gpu", {"GPU-a"});
+  AddContainer(r, "ml", "p", "main", "nvidia.com/gpu", {"GPU-b::x", "GPU-c::", ""});
+  AddContainer(r, "ml", "p", "ok", "nvidia.com/gpu", {"GPU-d::2"});
+  std::vector<std::string> issues;
+  const PodDevices table = PodDevices::FromResponse(r, &issues);
+  EXPECT_EQ(table.device_count(), 1u);
+  EXPECT_EQ(table.HoldersOf("GPU-d").size(), 1u);
+  ASSERT_EQ(issues.size(), 4u);
+  EXPECT_NE(issues[1].find("\"GPU-b::x\" has no replica number"), std::string::npos) << issues[1];
 }
 
 }  // namespace
