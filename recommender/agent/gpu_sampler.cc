@@ -161,9 +161,15 @@ void GpuSampler::ReadBusyTime(Device& d, DeviceReading& out) {
   const nvml::Functions& fn = lib_.fn();
   unsigned int count = 0;
   nvmlReturn_t rc = fn.DeviceGetProcessUtilization(d.handle, nullptr, &count, d.last_seen_us);
-  if (rc == nvml::kInsufficientSize || (rc == nvml::kSuccess && count > 0)) {
-    d.util_buffer.resize(count);
+  // Asked for the count first (a null buffer), then read; samples that arrive in between get
+  // a few more tries with room to spare.
+  for (int tries = 0;
+       tries < 3 && (rc == nvml::kInsufficientSize || (rc == nvml::kSuccess && count > 0));
+       ++tries) {
+    d.util_buffer.resize(count + 8);
+    count = static_cast<unsigned int>(d.util_buffer.size());
     rc = fn.DeviceGetProcessUtilization(d.handle, d.util_buffer.data(), &count, d.last_seen_us);
+    if (rc == nvml::kSuccess) break;
   }
   std::map<unsigned int, unsigned int> sampled;  // pid → smUtil of its newest sample
   if (rc == nvml::kSuccess) {
