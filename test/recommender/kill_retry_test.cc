@@ -61,7 +61,7 @@ class KillRetryTest : public ::testing::TestWithParam<gpuvpa::testing::LedgerBac
     std::string day1, day2, checkpoint, ledger;  // ledger: its URL
     std::vector<std::string> ledger_flag;        // how the command is told
   };
-  Paths Setup(const std::string& name) {
+  Paths PrepareRun(const std::string& name) {
     Paths p{dir_.Path(name + "-day1.csv"),
             dir_.Path(name + "-day2.csv"),
             dir_.Path(name + ".ckpt"),
@@ -124,10 +124,10 @@ TEST_P(KillRetryTest, ARetryAfterSigkillAtAnyMomentChargesExactlyWhatAnUninterru
   // The run length that kill times are drawn over: the median of three uninterrupted runs, so
   // one slow run (a busy machine, another test beside this one) does not spread the kills past
   // the end of most runs.
-  const Paths reference = Setup("reference");  // the first timed run, and the expected money
+  const Paths reference = PrepareRun("reference");  // the first timed run, and the expected money
   std::vector<int64_t> run_lengths_us;
   for (int r = 0; r < 3; ++r) {
-    const Paths timed = r == 0 ? reference : Setup("timed" + std::to_string(r));
+    const Paths timed = r == 0 ? reference : PrepareRun("timed" + std::to_string(r));
     ASSERT_EQ(Recommend(timed, timed.day1), 0);
     const auto started = std::chrono::steady_clock::now();
     ASSERT_EQ(Recommend(timed, timed.day2), 0);
@@ -147,7 +147,7 @@ TEST_P(KillRetryTest, ARetryAfterSigkillAtAnyMomentChargesExactlyWhatAnUninterru
   int killed = 0;
   int killed_after_ledger_commit = 0;
   for (int i = 0; i < kRuns; ++i) {
-    const Paths p = Setup("run" + std::to_string(i));
+    const Paths p = PrepareRun("run" + std::to_string(i));
     ASSERT_EQ(Recommend(p, p.day1), 0);
     const int64_t rows_before = *std::move(Ledger::Open(p.ledger)).value()->CountRows();
     const pid_t child = fork();
