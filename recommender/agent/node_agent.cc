@@ -26,8 +26,10 @@ std::string Instance(unsigned int gi) {
 
 }  // namespace
 
-NodeAgent::NodeAgent(NodeAgentOptions options)
-    : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {
+NodeAgent::NodeAgent(NodeAgentOptions options, std::unique_ptr<PodDirectory> pods)
+    : options_(std::move(options)),
+      pods_(std::move(pods)),
+      registry_(std::make_shared<prometheus::Registry>()) {
   RegisterBuildInfo(*registry_, "node-agent");
   prometheus::Registry& r = *registry_;
   memory_ = Gauge(r, "gpuvpa_container_gpu_memory_used_bytes",
@@ -46,11 +48,21 @@ NodeAgent::NodeAgent(NodeAgentOptions options)
             "SM activity of the device or GPU instance (GPM SM_UTIL, = DCGM PROF_SM_ACTIVE)");
   device_busy_ = Gauge(r, "gpuvpa_gpu_busy_ratio", "util.gpu of the device: busy time");
   device_memory_ = Gauge(r, "gpuvpa_gpu_memory_used_bytes", "GPU memory used on the device");
+  device_unallocated_ =
+      Gauge(r, "gpuvpa_gpu_unallocated_processes",
+            "Processes on the device whose container the kubelet did not allocate it to");
   poll_errors_ = &prometheus::BuildCounter()
                       .Name("gpuvpa_node_agent_poll_errors_total")
                       .Help("NVML passes in which a device call failed")
                       .Register(r)
                       .Add({});
+  unresolved_ = &prometheus::BuildGauge()
+                     .Name("gpuvpa_node_agent_unresolved_processes")
+                     .Help(
+                         "GPU processes in a pod the Kubernetes API did not name (their series "
+                         "carry pod_uid and container_id only)")
+                     .Register(r)
+                     .Add({});
 }
 
 Status NodeAgent::Start() {
@@ -72,21 +84,69 @@ Status NodeAgent::Start() {
   return OkStatus();
 }
 
-NodeAgent::Owner NodeAgent::OwnerOf(unsigned int pid) const {
+NodeAgent::Owner NodeAgent::OwnerOf(unsigned int pid, const std::string& device_uuid,
+                                    double now_s) {
   Owner owner;
   if (options_.label_by == LabelBy::kPid) {
     owner.pid = std::to_string(pid);
     return owner;
   }
-  Result<std::string> text =
-      ReadWholeFile(options_.proc_root + "/" + std::to_string(pid) + "/cgroup");
-  if (!text.ok()) return owner;  // the process ended, or is not visible (hostPID off)
-  Result<std::optional<CgroupOwner>> parsed = ParseProcCgroup(*text);
-  if (parsed.ok() && *parsed) {
-    owner.pod_uid = (*parsed)->pod_uid;
-    owner.container_id = (*parsed)->container_id;
+  auto [cached, added] = cgroups_.try_emplace(pid);
+  cached->second.second = pass_;
+  if (added) {
+    Result<std::string> text =
+        ReadWholeFile(options_.proc_root + "/" + std::to_string(pid) + "/cgroup");
+    if (!text.ok()) {
+      cgroups_.erase(cached);  // the process ended, or is not visible (hostPID off): ask again
+      return owner;
+    }
+    Result<std::optional<CgroupOwner>> parsed = ParseProcCgroup(*text);
+    if (parsed.ok()) cached->second.first = *parsed;
+  }
+  const std::optional<CgroupOwner>& cgroup = cached->second.first;
+  if (!cgroup) return owner;
+  owner.pod_uid = cgroup->pod_uid;
+  owner.container_id = cgroup->container_id;
+  if (!pods_) return owner;
+  std::optional<PodOwner> named = pods_->Find(owner.pod_uid, owner.container_id, now_s);
+  if (!named) return owner;
+  owner.ns = named->ns;
+  owner.pod = named->pod;
+  owner.container = named->container;
+  if (owner.container.empty() && pod_devices_) {
+    // The status does not name this container yet: the one container of the pod that holds
+    // the device, if there is exactly one.
+    std::string only;
+    int holders = 0;
+    for (const DeviceHolder& h : pod_devices_->HoldersOf(device_uuid))
+      if (h.ns == owner.ns && h.pod == owner.pod && h.container != only) {
+        only = h.container;
+        ++holders;
+      }
+    if (holders == 1) owner.container = only;
   }
   return owner;
+}
+
+bool NodeAgent::Allocated(const Owner& owner, const std::string& device_uuid) const {
+  if (!pod_devices_ || owner.pod.empty() || owner.container.empty()) return true;
+  for (const DeviceHolder& h : pod_devices_->HoldersOf(device_uuid))
+    if (h.ns == owner.ns && h.pod == owner.pod && h.container == owner.container) return true;
+  return false;
+}
+
+void NodeAgent::RefreshPodResources(double now_s) {
+  if (options_.pod_resources_socket.empty() ||
+      now_s - pod_devices_at_s_ < options_.pod_resources_refresh_s)
+    return;
+  pod_devices_at_s_ = now_s;
+  Result<PodDevices> table = ListPodDevices(options_.pod_resources_socket);
+  if (!table.ok()) {
+    // The last table stays: allocations change only when pods start or end.
+    spdlog::warn("{}", table.status().message());
+    return;
+  }
+  pod_devices_ = std::move(table).value();
 }
 
 Status NodeAgent::PollOnce(double now_s) {
@@ -95,9 +155,24 @@ Status NodeAgent::PollOnce(double now_s) {
   Status first;
   for (const DeviceReading& d : snap.devices)
     if (!d.status.ok() && first.ok()) first = d.status;
+  // Owners are found before the registry is locked: naming a new pod may ask the API.
+  ++pass_;
+  RefreshPodResources(now_s);
+  std::vector<std::vector<Owner>> owners(snap.devices.size());
+  double unresolved = 0;
+  for (size_t i = 0; i < snap.devices.size(); ++i) {
+    const DeviceReading& d = snap.devices[i];
+    for (const ProcessReading& p : d.processes) {
+      Owner& o = owners[i].emplace_back(OwnerOf(p.pid, d.uuid, now_s));
+      if (!o.pod_uid.empty() && pods_ && o.pod.empty()) ++unresolved;
+    }
+  }
+  // Processes that left every GPU are read again if they come back (their pid may be reused).
+  std::erase_if(cgroups_, [this](const auto& kv) { return kv.second.second != pass_; });
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Publish(snap);
+    Publish(snap, owners);
+    unresolved_->Set(unresolved);
     if (!first.ok()) poll_errors_->Increment();
     // Ready once a pass read every device; a lost GPU makes the node not ready until it is back.
     not_ready_ = first.code() == StatusCode::kUnavailable ? first.message() : "";
@@ -106,8 +181,7 @@ Status NodeAgent::PollOnce(double now_s) {
   return first;
 }
 
-void NodeAgent::Publish(const Snapshot& snap) {
-  ++pass_;
+void NodeAgent::Publish(const Snapshot& snap, const std::vector<std::vector<Owner>>& owners) {
   std::string key;
   auto set = [&](prometheus::Family<prometheus::Gauge>* family,
                  const std::map<std::string, std::string>& labels, double value) {
@@ -119,7 +193,8 @@ void NodeAgent::Publish(const Snapshot& snap) {
     it->second.gauge->Set(value);
   };
   const bool by_pid = options_.label_by == LabelBy::kPid;
-  for (const DeviceReading& d : snap.devices) {
+  for (size_t i = 0; i < snap.devices.size(); ++i) {
+    const DeviceReading& d = snap.devices[i];
     const std::map<std::string, std::string> dev = {{"gpu_uuid", d.uuid}, {"gpu_instance", ""}};
     set(device_memory_, dev, d.memory_used_bytes);
     set(device_busy_, dev, d.busy_ratio);
@@ -128,14 +203,21 @@ void NodeAgent::Publish(const Snapshot& snap) {
     struct Sum {
       double memory = 0, busy = 0, sm = 0, lower = 0, upper = 0;
       bool busy_known = false, sm_known = false;
-      std::string method;
     };
-    std::map<std::tuple<std::string, std::string, std::string, std::string>, Sum> sums;
-    for (const ProcessReading& p : d.processes) {
-      const Owner o = OwnerOf(p.pid);
-      Sum& s =
-          sums[{by_pid ? o.pid : o.pod_uid, o.container_id, Instance(p.gpu_instance), p.method}];
-      s.method = p.method;
+    std::map<std::tuple<Owner, std::string, std::string>, Sum> sums;  // owner, instance, method
+    double unallocated = 0;
+    for (size_t j = 0; j < d.processes.size(); ++j) {
+      const ProcessReading& p = d.processes[j];
+      const Owner& o = owners[i][j];
+      // A MIG instance's holders are MIG UUIDs the process list does not carry: not checked.
+      if (p.gpu_instance == nvml::kNoGpuInstance && !Allocated(o, d.uuid)) {
+        ++unallocated;
+        const std::string what = o.ns + "/" + o.pod + " container " + o.container + " on " + d.uuid;
+        if (warned_unallocated_.insert(what).second)
+          spdlog::warn("pod {} uses a GPU the kubelet did not allocate to it (pid {})", what,
+                       p.pid);
+      }
+      Sum& s = sums[{o, Instance(p.gpu_instance), p.method}];
       s.memory += p.memory_used_bytes;
       if (p.busy_basis != BusyBasis::kUnknown) {
         s.busy_known = true;
@@ -148,17 +230,18 @@ void NodeAgent::Publish(const Snapshot& snap) {
         s.upper = std::min(1.0, s.upper + p.sm_active_upper_ratio);
       }
     }
+    if (!options_.pod_resources_socket.empty()) set(device_unallocated_, dev, unallocated);
     for (const auto& [key, s] : sums) {
-      const auto& [who, container_id, instance, method] = key;
+      const auto& [o, instance, method] = key;
       std::map<std::string, std::string> labels = {
-          {"namespace", ""},          {"pod", ""},
-          {"container", ""},          {"gpu_uuid", d.uuid},
+          {"namespace", o.ns},        {"pod", o.pod},
+          {"container", o.container}, {"gpu_uuid", d.uuid},
           {"gpu_instance", instance}, {"method", method.empty() ? "none" : method}};
       if (by_pid) {
-        labels["pid"] = who;
+        labels["pid"] = o.pid;
       } else {
-        labels["pod_uid"] = who;
-        labels["container_id"] = container_id;
+        labels["pod_uid"] = o.pod_uid;
+        labels["container_id"] = o.container_id;
       }
       set(memory_, labels, s.memory);
       if (s.busy_known) set(busy_, labels, s.busy);

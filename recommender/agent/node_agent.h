@@ -2,8 +2,14 @@
 // to its owner, the figures published in a prometheus-cpp registry for /metrics, and the
 // probes. Owners: by pid (`label_by: pid`, for a machine without a kubelet such as the
 // real-GPU check) or by the process's cgroup (`cgroup`: pod UID and container id from
-// /proc/<pid>/cgroup under `proc_root`, the host's /proc with hostPID). Processes of one
-// container on one device add up.
+// /proc/<pid>/cgroup under `proc_root`, the host's /proc with hostPID, read once per process),
+// named through the API (pod_directory.h: namespace, pod, and the container by its runtime id).
+// Where the pod's status does not name the container yet, the kubelet's pod-resources table
+// (pod_resources.h, renewed every `pod_resources_refresh_s`) names it when one container of the
+// pod holds the device. With the table, a process on a whole GPU its container was not
+// allocated (NVIDIA_VISIBLE_DEVICES=all in a pod without a GPU request) is counted in
+// gpuvpa_gpu_unallocated_processes and logged once: its readings would charge nobody, or the
+// wrong team. Processes of one container on one device add up.
 //
 // Series (gauges; labels namespace, pod, container, gpu_uuid, gpu_instance, method, and the
 // owner's pid, or pod_uid and container_id):
@@ -11,7 +17,9 @@
 //   busy time), gpuvpa_container_gpu_sm_active_ratio (share of the device's SMs, see
 //   gpu_sampler.h for the methods) with _lower_ratio / _upper_ratio (the bounds the data
 //   allows); per device gpuvpa_gpu_sm_active_ratio (GPM), gpuvpa_gpu_busy_ratio (util.gpu),
-//   gpuvpa_gpu_memory_used_bytes; gpuvpa_node_agent_poll_errors_total.
+//   gpuvpa_gpu_memory_used_bytes, gpuvpa_gpu_unallocated_processes;
+//   gpuvpa_node_agent_poll_errors_total, gpuvpa_node_agent_unresolved_processes (GPU processes
+//   whose pod the API does not name: their series carry only pod_uid and container_id).
 #pragma once
 
 #include <prometheus/counter.h>
@@ -22,13 +30,18 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/net/http_server.h"
+#include "recommender/agent/cgroup_path.h"
 #include "recommender/agent/gpu_sampler.h"
 #include "recommender/agent/nvml_library.h"
+#include "recommender/agent/pod_directory.h"
+#include "recommender/agent/pod_resources.h"
 
 namespace gpuvpa::agent {
 
@@ -39,12 +52,16 @@ struct NodeAgentOptions {
   double interval_s = 0.5;  // NVML keeps ~1 s of process samples: poll well inside it
   LabelBy label_by = LabelBy::kCgroup;
   std::string proc_root = "/proc";
+  // The kubelet's pod-resources socket; empty: not asked.
+  std::string pod_resources_socket;
+  double pod_resources_refresh_s = 10;
   SamplerOptions sampler;
 };
 
 class NodeAgent {
  public:
-  explicit NodeAgent(NodeAgentOptions options);
+  // `pods` names pod UIDs (label_by cgroup); null: series carry pod_uid and container_id only.
+  explicit NodeAgent(NodeAgentOptions options, std::unique_ptr<PodDirectory> pods = nullptr);
   // Loads NVML and finds the devices; not ready (with the reason) until this succeeds.
   Status Start();
   // One pass: sample, join owners, publish. Returns the pass's first device error.
@@ -58,13 +75,23 @@ class NodeAgent {
  private:
   struct Owner {
     std::string ns, pod, container, pod_uid, container_id, pid;
+    auto operator<=>(const Owner&) const = default;
   };
-  Owner OwnerOf(unsigned int pid) const;
-  void Publish(const Snapshot& snap);
+  Owner OwnerOf(unsigned int pid, const std::string& device_uuid, double now_s);
+  // True unless the pod-resources table says the owner's container holds no part of the device.
+  bool Allocated(const Owner& owner, const std::string& device_uuid) const;
+  void RefreshPodResources(double now_s);
+  void Publish(const Snapshot& snap, const std::vector<std::vector<Owner>>& owners);
 
   NodeAgentOptions options_;
   std::unique_ptr<nvml::Library> library_;
   std::unique_ptr<GpuSampler> sampler_;
+  std::unique_ptr<PodDirectory> pods_;
+  std::optional<PodDevices> pod_devices_;
+  double pod_devices_at_s_ = -1e300;
+  // pid -> its cgroup owner (nullopt: not in a pod), read once while the pid stays on a GPU.
+  std::unordered_map<unsigned int, std::pair<std::optional<CgroupOwner>, uint64_t>> cgroups_;
+  std::unordered_set<std::string> warned_unallocated_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>* memory_;
   prometheus::Family<prometheus::Gauge>* busy_;
@@ -74,7 +101,9 @@ class NodeAgent {
   prometheus::Family<prometheus::Gauge>* device_sm_;
   prometheus::Family<prometheus::Gauge>* device_busy_;
   prometheus::Family<prometheus::Gauge>* device_memory_;
+  prometheus::Family<prometheus::Gauge>* device_unallocated_;
   prometheus::Counter* poll_errors_;
+  prometheus::Gauge* unresolved_;
   // The series of the last pass, by family and labels: kept across passes (prometheus-cpp's
   // Remove is linear in the family), the ones a pass did not set are removed after it.
   struct Published {

@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
 #include "core/cli/cli.h"
 #include "core/cli/logging.h"
+#include "core/kube/kube_config.h"
 #include "core/net/http_server.h"
 #include "recommender/agent/node_agent.h"
 
@@ -18,11 +20,16 @@ namespace {
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   NodeAgentOptions options;
   std::string listen_http = "0.0.0.0:9401", log_level = "info", label_by = "cgroup";
+  std::string kubeconfig, context;
+  const char* node_env = std::getenv("NODE_NAME");
+  std::string node_name = node_env != nullptr ? node_env : "";
   auto app = NewCommandApp(
       "gpuvpa-node-agent", "",
       "Per-process GPU readings on this node: NVML (dlopen'ed libnvidia-ml.so.1) for each "
       "device's memory, busy time and GPM SM activity and each process's memory and busy time; "
-      "processes joined to their pod by cgroup; served on /metrics with /healthz and /readyz. "
+      "processes joined to their pod by cgroup and named through the Kubernetes API (pods of "
+      "this node only) and the kubelet's pod-resources API; served on /metrics with /healthz and "
+      "/readyz. "
       "Stops on SIGTERM/SIGINT. Exit 0 on a clean stop, 1 on failure, 2 on bad usage.");
   app->add_option("--nvml-library", options.nvml_library,
                   "NVML to load (a soname searched as dlopen does, or a path)");
@@ -36,6 +43,16 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->check(CLI::IsMember({"pid", "cgroup"}));
   app->add_option("--proc-root", options.proc_root,
                   "the host's /proc (the pod needs hostPID: true)");
+  app->add_option("--node-name", node_name,
+                  "this node, whose pods name the processes (default: $NODE_NAME, set from "
+                  "spec.nodeName by the DaemonSet)");
+  app->add_option("--kubeconfig", kubeconfig,
+                  "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)");
+  app->add_option("--context", context, "kubeconfig context (default: current-context)");
+  app->add_option("--pod-resources-socket", options.pod_resources_socket,
+                  "the kubelet's pod-resources socket "
+                  "(/var/lib/kubelet/pod-resources/kubelet.sock): which container holds which "
+                  "device; empty: not asked");
   app->add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   options.label_by = label_by == "pid" ? LabelBy::kPid : LabelBy::kCgroup;
@@ -44,7 +61,25 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     err << "gpuvpa-node-agent: --log-level: " << s.message() << "\n";
     return kExitUsage;
   }
-  NodeAgent agent(options);
+  std::unique_ptr<PodDirectory> pods;
+  if (options.label_by == LabelBy::kCgroup) {
+    if (node_name.empty()) {
+      err << "gpuvpa-node-agent: --node-name: empty (and $NODE_NAME is not set): the agent names "
+             "only the pods of its own node\n";
+      return kExitUsage;
+    }
+    Result<KubeConnection> connection = ResolveKubeConnection(kubeconfig, context);
+    Result<std::unique_ptr<KubeClient>> client =
+        connection.ok() ? KubeClient::Create(*connection)
+                        : Result<std::unique_ptr<KubeClient>>(connection.status());
+    if (!client.ok()) {
+      err << "gpuvpa-node-agent: " << client.status().message() << "\n";
+      return kExitFailure;
+    }
+    spdlog::info("naming the pods of node {} through {}", node_name, connection->source);
+    pods = std::make_unique<PodDirectory>(std::move(client).value(), node_name);
+  }
+  NodeAgent agent(options, std::move(pods));
   // NVML may come later (the driver container starting after us): not ready until it loads.
   if (Status s = agent.Start(); !s.ok()) spdlog::warn("{}; retrying every 10 s", s.message());
   Result<std::unique_ptr<HttpServer>> http = HttpServer::Start(

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "recommender/agent/gpu_sampler.h"
 #include "recommender/agent/nvml_library.h"
 #include "recommender/agent/pod_resources.h"
+#include "test/support/kube_test_cluster.h"
 #include "test/support/process.h"
 #include "test/support/sockets.h"
 #include "test/support/temp_dir.h"
@@ -432,11 +434,18 @@ TEST(NodeAgentBinaryTest, ServesMetricsPromtoolAcceptsAndTellsWhyItIsNotReady) {
   EXPECT_EQ(rc, 0) << check;
   testing::KillProcess(pid);
 
+  // Naming pods needs the node: no --node-name and no $NODE_NAME is a usage error naming both.
+  const std::string nameless = testing::RunShell("env -u NODE_NAME " + bin + " 2>&1", &rc);
+  EXPECT_EQ(rc, 2) << nameless;
+  EXPECT_NE(nameless.find("--node-name"), std::string::npos) << nameless;
+  EXPECT_NE(nameless.find("$NODE_NAME"), std::string::npos) << nameless;
+
   // No NVML: alive, not ready, and the reason names the library.
   const int port2 = testing::FreeLocalPort();
-  pid_t absent = testing::SpawnProcess({bin, "--nvml-library", "/nonexistent/libnvidia-ml.so.1",
-                                        "--listen-http", "127.0.0.1:" + std::to_string(port2)},
-                                       dir.Path("absent.log"));
+  pid_t absent = testing::SpawnProcess(
+      {bin, "--label-by", "pid", "--nvml-library", "/nonexistent/libnvidia-ml.so.1",
+       "--listen-http", "127.0.0.1:" + std::to_string(port2)},
+      dir.Path("absent.log"));
   ASSERT_TRUE(testing::WaitForTcpPort(port2, std::chrono::seconds(10)));
   const std::string not_ready = Curl(port2, "/readyz", &rc);
   EXPECT_NE(not_ready.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << not_ready;
@@ -455,13 +464,28 @@ namespace {
 
 class FakeKubelet final : public ::v1::PodResourcesLister::Service {
  public:
-  ::v1::ListPodResourcesResponse answer;
+  ::v1::ListPodResourcesResponse answer;  // set before serving, or through Replace()
+  void Replace(::v1::ListPodResourcesResponse next) {
+    std::lock_guard<std::mutex> lock(mu_);
+    answer = std::move(next);
+  }
   grpc::Status List(grpc::ServerContext*, const ::v1::ListPodResourcesRequest*,
                     ::v1::ListPodResourcesResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu_);
     *response = answer;
     return grpc::Status::OK;
   }
+
+ private:
+  std::mutex mu_;
 };
+
+std::unique_ptr<grpc::Server> ServeKubelet(FakeKubelet& kubelet, const std::string& socket) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
+  builder.RegisterService(&kubelet);
+  return builder.BuildAndStart();
+}
 
 void AddContainer(::v1::ListPodResourcesResponse& r, const std::string& ns, const std::string& pod,
                   const std::string& container, const std::string& resource,
@@ -495,10 +519,7 @@ TEST(PodResourcesTest, TheKubeletsListOverItsUnixSocketSaysWhoHoldsEachDevice) {
   AddContainer(kubelet.answer, "ml", "scorer", "main", "nvidia.com/mig-3g.40gb",
                {"MIG-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"});
   AddContainer(kubelet.answer, "ml", "scorer", "sidecar", "example.com/nic", {"nic0"});
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
-  builder.RegisterService(&kubelet);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server = ServeKubelet(kubelet, socket);
   ASSERT_NE(server, nullptr);
 
   Result<PodDevices> table = ListPodDevices(socket);
@@ -538,6 +559,124 @@ TEST(PodResourcesTest, EntriesWithoutNamesOrWithBadReplicaIdsAreSkippedAndNamed)
   EXPECT_EQ(table.HoldersOf("GPU-d").size(), 1u);
   ASSERT_EQ(issues.size(), 4u);
   EXPECT_NE(issues[1].find("\"GPU-b::x\" has no replica number"), std::string::npos) << issues[1];
+}
+
+// ---- owners named through the API and the pod-resources table ----
+
+// Pod A's status names its container; pod B's container has just started (its status has no
+// container id yet): the kubelet's table names it. A pod on another node is never asked for.
+TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
+  ::setenv("FAKE_NVML_DIR", kFixtures.c_str(), 1);
+  const std::string gpu = "GPU-fa4e0000-0000-4000-8000-000000000000";  // the fake's device 0
+  testing::KubeTestCluster cluster;
+  // The agent's RBAC: get and list pods, nothing else.
+  cluster.api().AddUser("agent-token", {"system:serviceaccount:gpuvpa:node-agent",
+                                        {{{"get", "list"}, {""}, {"pods"}, {}}}});
+  auto pod = [&](const std::string& name, const std::string& container, const std::string& node,
+                 const std::string& id) {
+    nlohmann::json p = testing::KubeTestCluster::Pod("ml-dev", name, name, container);
+    p["spec"]["nodeName"] = node;
+    if (!id.empty()) p["status"]["containerStatuses"][0]["containerID"] = "containerd://" + id;
+    return cluster.api().Seed(p)["metadata"]["uid"].get<std::string>();
+  };
+  const std::string id_a(64, 'a'), id_b(64, 'b');
+  const std::string uid_a = pod("trainer-0", "trainer", "gpu-node-1", id_a);
+  const std::string uid_b = pod("embed-0", "embedder", "gpu-node-1", "");
+  pod("elsewhere-0", "main", "gpu-node-2", std::string(64, 'c'));
+  testing::ScopedTempDir proc;
+  for (const auto& [pid, uid, id] : {std::tuple{578, uid_a, id_a}, std::tuple{579, uid_b, id_b}}) {
+    std::string slice = uid;
+    std::replace(slice.begin(), slice.end(), '-', '_');
+    std::filesystem::create_directories(proc.Path(std::to_string(pid)));
+    std::ofstream(proc.Path(std::to_string(pid) + "/cgroup"))
+        << "0::/kubepods.slice/kubepods-pod" << slice << ".slice/cri-containerd-" << id
+        << ".scope\n";
+  }
+  FakeKubelet kubelet;
+  AddContainer(kubelet.answer, "ml-dev", "trainer-0", "trainer", "nvidia.com/gpu.shared",
+               {gpu + "::0"});
+  AddContainer(kubelet.answer, "ml-dev", "embed-0", "embedder", "nvidia.com/gpu.shared",
+               {gpu + "::1"});
+  std::unique_ptr<grpc::Server> server = ServeKubelet(kubelet, proc.Path("kubelet.sock"));
+  ASSERT_NE(server, nullptr);
+
+  auto run = [&](const std::string& token, double seconds) {
+    Result<KubeConnection> connection = KubeconfigConnection(cluster.Kubeconfig(token));
+    EXPECT_TRUE(connection.ok()) << connection.status().message();
+    Result<std::unique_ptr<KubeClient>> client = KubeClient::Create(*connection);
+    EXPECT_TRUE(client.ok()) << client.status().message();
+    NodeAgentOptions options;
+    options.nvml_library = GPUVPA_FAKE_NVML;
+    options.proc_root = proc.dir().string();
+    options.pod_resources_socket = proc.Path("kubelet.sock");
+    options.pod_resources_refresh_s = 0;  // every pass
+    auto agent = std::make_unique<NodeAgent>(
+        options, std::make_unique<PodDirectory>(std::move(*client), "gpu-node-1"));
+    EXPECT_TRUE(agent->Start().ok());
+    for (double t = 1796405310; t < 1796405310 + seconds; t += 0.5) {
+      SetTime(t);
+      EXPECT_TRUE(agent->PollOnce(t).ok());
+    }
+    return agent;
+  };
+  cluster.api().ClearRequests();
+  std::unique_ptr<NodeAgent> agent = run("agent-token", 2);
+  std::string page = agent->HandleHttp("/metrics").body;
+  const std::string memory = "gpuvpa_container_gpu_memory_used_bytes{";
+  EXPECT_NE(
+      page.find(
+          memory + "container=\"trainer\",container_id=\"" + id_a +
+          "\",gpu_instance=\"\",gpu_uuid=\"" + gpu +
+          "\",method=\"busy-proportional\",namespace=\"ml-dev\",pod=\"trainer-0\",pod_uid=\"" +
+          uid_a + "\"}"),
+      std::string::npos)
+      << page;
+  EXPECT_NE(page.find("container=\"embedder\",container_id=\"" + id_b), std::string::npos)
+      << "named by the pod-resources table\n"
+      << page;
+  EXPECT_NE(
+      page.find("gpuvpa_gpu_unallocated_processes{gpu_instance=\"\",gpu_uuid=\"" + gpu + "\"} 0"),
+      std::string::npos)
+      << page;
+  EXPECT_NE(page.find("gpuvpa_node_agent_unresolved_processes 0"), std::string::npos) << page;
+  // One list of this node's pods served every pass: the first one (both pods known).
+  int lists = 0;
+  for (const testing::KubeRequestRecord& r : cluster.api().requests()) {
+    if (r.path != "/api/v1/pods") continue;
+    ++lists;
+    EXPECT_NE(r.query.find("fieldSelector=spec.nodeName%3Dgpu-node-1"), std::string::npos)
+        << r.query;
+    EXPECT_EQ(r.user, "system:serviceaccount:gpuvpa:node-agent");
+    EXPECT_EQ(r.status, 200);
+  }
+  EXPECT_EQ(lists, 1);
+
+  // The table now gives trainer-0 a share of another GPU: its process on this one uses a GPU
+  // its container was not allocated (NVIDIA_VISIBLE_DEVICES=all, say), and is counted.
+  ::v1::ListPodResourcesResponse moved;
+  AddContainer(moved, "ml-dev", "trainer-0", "trainer", "nvidia.com/gpu.shared",
+               {"GPU-fa4e0000-0000-4000-8000-000000000001::0"});
+  AddContainer(moved, "ml-dev", "embed-0", "embedder", "nvidia.com/gpu.shared", {gpu + "::1"});
+  kubelet.Replace(moved);
+  std::unique_ptr<NodeAgent> again = run("agent-token", 1);
+  page = again->HandleHttp("/metrics").body;
+  EXPECT_NE(
+      page.find("gpuvpa_gpu_unallocated_processes{gpu_instance=\"\",gpu_uuid=\"" + gpu + "\"} 1"),
+      std::string::npos)
+      << page;
+  EXPECT_NE(page.find("container=\"trainer\",container_id=\"" + id_a), std::string::npos)
+      << "still measured and named\n"
+      << page;
+
+  // An agent whose token may not list pods: the series keep pod_uid and container_id, and
+  // the processes are counted as unresolved.
+  cluster.api().AddUser("other-token", {"system:serviceaccount:gpuvpa:other", {}});
+  std::unique_ptr<NodeAgent> blind = run("other-token", 1);
+  page = blind->HandleHttp("/metrics").body;
+  EXPECT_NE(page.find("gpuvpa_node_agent_unresolved_processes 2"), std::string::npos) << page;
+  EXPECT_NE(page.find("namespace=\"\",pod=\"\",pod_uid=\"" + uid_a + "\""), std::string::npos)
+      << page;
+  server->Shutdown();
 }
 
 }  // namespace
