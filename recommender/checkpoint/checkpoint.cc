@@ -102,6 +102,8 @@ void SaveWorkload(const FleetStore& store, uint32_t row, v1::WorkloadCheckpoint*
   out->set_sample_count(st.sample_count);
   out->set_cuda_oom_count(st.cuda_oom_count);
   out->set_shared_device_estimate(st.shared_device_estimate);
+  out->set_per_process_usage(st.per_process_usage);
+  out->set_sm_basis(static_cast<uint32_t>(st.sm_basis));
   out->set_observed_seconds(st.observed_seconds);
   out->set_active_seconds(st.active_seconds);
   out->set_allocated_gpu_seconds(st.allocated_gpu_seconds);
@@ -164,6 +166,9 @@ Status CheckFinite(const v1::WorkloadCheckpoint& in, const std::string& name) {
   for (double v : {in.allocated_gpu_seconds(), in.pending_allocated_gpu_seconds(),
                    in.pending_used_vram_gpu_seconds(), in.pending_used_sm_gpu_seconds()})
     if (v < 0) return DataLossError("checkpoint workload " + name + ": negative GPU time");
+  if (in.sm_basis() >= kSmBasisCount)
+    return DataLossError("checkpoint workload " + name + ": sm_basis " +
+                         std::to_string(in.sm_basis()) + " is not a known basis");
   return OkStatus();
 }
 
@@ -249,6 +254,8 @@ Status RestoreWorkload(const v1::WorkloadCheckpoint& in, FleetStore& store) {
   st.sample_count = in.sample_count();
   st.cuda_oom_count = in.cuda_oom_count();
   st.shared_device_estimate = in.shared_device_estimate();
+  st.per_process_usage = in.per_process_usage();
+  st.sm_basis = static_cast<SmBasis>(in.sm_basis());
   st.observed_seconds = in.observed_seconds();
   st.active_seconds = in.active_seconds();
   st.allocated_gpu_seconds = in.allocated_gpu_seconds();

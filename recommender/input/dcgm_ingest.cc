@@ -122,11 +122,15 @@ struct DcgmIngester::Entry {
   }
 };
 
-// How many pods report each device at each time (the shared-device split).
+// How many pods report each device at each time (the shared-device split), and for devices
+// with per-pod readings the pods' summed busy time at each time (the busy-share split).
 struct DcgmIngester::DeviceLoad {
   std::unordered_map<std::string, std::unordered_map<int64_t, int>> pods_at;
   std::unordered_map<std::string, int> max_pods;
   std::map<std::string, int> devices_of_container;  // ns/pod/container → devices
+  std::unordered_map<std::string, std::unordered_map<int64_t, double>> busy_sum_at;
+  // Device-level SM series without pod labels, by device and source (SM active, GR engine).
+  std::unordered_map<std::string, std::array<const LabeledSeries*, 2>> device_sm;
 };
 
 struct DcgmIngester::Pending {
@@ -142,9 +146,9 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
   for (const LabeledSeries& s : batch)
     if (kube_state_.Add(s)) ++report.kube_state_series;
   // 2. Usage series by device and pod.
-  const std::map<std::string, Entry> entries = GroupByDevice(batch, report);
-  // 3. How many pods report each device at each time.
   DeviceLoad load;
+  const std::map<std::string, Entry> entries = GroupByDevice(batch, load, report);
+  // 3. How many pods report each device at each time; which devices have per-pod readings.
   for (const auto& [key, e] : entries) {
     if (e.vram == nullptr) continue;
     ++load.devices_of_container[e.ContainerKey()];
@@ -152,21 +156,52 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
     int& most = load.max_pods[e.device_key];
     for (const MetricPoint& p : e.vram->points) most = std::max(most, ++counts[TimeKey(p.time_s)]);
   }
+  MarkPerProcessDevices(entries, load);
   // 4. Each admitted series' samples, collected; then 5. ingested in time order.
   std::vector<Pending> pending;
   for (const auto& [key, e] : entries) {
     if (e.vram == nullptr) continue;
     const std::optional<std::pair<uint32_t, uint32_t>> tracked = Admit(e, load, report);
-    if (tracked)
-      CollectSamples(e, tracked->first, tracked->second, load.pods_at[e.device_key], report,
-                     pending);
+    if (tracked) CollectSamples(e, tracked->first, tracked->second, load, report, pending);
   }
   IngestInTimeOrder(pending, report);
   return report;
 }
 
+// A device's pods report per-process readings (dcgm-exporter's per-pod mode, the node agent)
+// when, at one time, two of its pods' VRAM or busy values differ: the device's own counters,
+// copied to each pod, are equal. Once seen, the device stays per-process.
+void DcgmIngester::MarkPerProcessDevices(const std::map<std::string, Entry>& entries,
+                                         DeviceLoad& load) {
+  std::unordered_map<std::string, std::unordered_map<int64_t, double>> first_vram, first_busy;
+  auto differs = [](std::unordered_map<int64_t, double>& first, const LabeledSeries& series) {
+    bool found = false;
+    for (const MetricPoint& p : series.points) {
+      if (!(p.value < kDcgmNoValue)) continue;
+      const auto [it, added] = first.try_emplace(TimeKey(p.time_s), p.value);
+      found |= !added && std::abs(it->second - p.value) > 1e-9 * std::max(1.0, p.value);
+    }
+    return found;
+  };
+  for (const auto& [key, e] : entries) {
+    if (e.vram == nullptr || load.max_pods[e.device_key] < 2) continue;
+    bool per_pod = differs(first_vram[e.device_key], *e.vram);
+    if (const LabeledSeries* busy = e.sm[kGpuUtil]; busy != nullptr)
+      per_pod |= differs(first_busy[e.device_key], *busy);
+    if (per_pod) per_process_devices_.insert(e.device_key);
+  }
+  for (const auto& [key, e] : entries) {
+    const LabeledSeries* busy = e.sm[kGpuUtil];
+    if (e.vram == nullptr || busy == nullptr || !per_process_devices_.contains(e.device_key))
+      continue;
+    auto& sum = load.busy_sum_at[e.device_key];
+    for (const MetricPoint& p : busy->points)
+      if (p.value >= 0 && p.value <= 100) sum[TimeKey(p.time_s)] += p.value / 100;
+  }
+}
+
 std::map<std::string, DcgmIngester::Entry> DcgmIngester::GroupByDevice(
-    std::span<const LabeledSeries> batch, DcgmIngestReport& report) const {
+    std::span<const LabeledSeries> batch, DeviceLoad& load, DcgmIngestReport& report) const {
   const DcgmNames& names = options_.names;
   std::map<std::string, Entry> entries;
   for (const LabeledSeries& s : batch) {
@@ -183,7 +218,9 @@ std::map<std::string, DcgmIngester::Entry> DcgmIngester::GroupByDevice(
       if (In(names.exporter_containers, std::string(container))) pod = {};
       break;
     }
-    if (pod.empty() || ns.empty() || container.empty()) {
+    const bool has_pod = !pod.empty() && !ns.empty() && !container.empty();
+    // Without a pod only a device's SM activity counts (for per-pod busy shares).
+    if (!has_pod && (kind == kVramKind || kind == kGpuUtil)) {
       if (kind == kVramKind) report.no_pod += s.points.size();
       continue;
     }
@@ -195,13 +232,18 @@ std::map<std::string, DcgmIngester::Entry> DcgmIngester::GroupByDevice(
     int gpu = 0, gi = -1;
     if (!ParseIndex(s.Label(names.gpu_index_label), gpu)) gpu = 0;  // absent or not an index
     if (!e.mig_profile.empty() && !ParseIndex(s.Label(names.mig_instance_label), gi)) {
-      AddIssue(report, "series " + s.metric + " of pod " + std::string(ns) + "/" +
-                           std::string(pod) + ": " + names.mig_profile_label + " \"" +
-                           e.mig_profile + "\" without a valid " + names.mig_instance_label);
+      if (has_pod)
+        AddIssue(report, "series " + s.metric + " of pod " + std::string(ns) + "/" +
+                             std::string(pod) + ": " + names.mig_profile_label + " \"" +
+                             e.mig_profile + "\" without a valid " + names.mig_instance_label);
       continue;
     }
     e.device = gi >= 0 ? 1000 * (gpu + 1) + gi : gpu;
     e.device_key = e.host + "|" + e.uuid + "|" + std::to_string(e.device);
+    if (!has_pod) {
+      load.device_sm[e.device_key][static_cast<size_t>(kind)] = &s;
+      continue;
+    }
     e.ns = ns;
     e.pod = pod;
     e.container = container;
@@ -294,12 +336,61 @@ std::optional<std::pair<uint32_t, uint32_t>> DcgmIngester::Admit(const Entry& e,
 }
 
 void DcgmIngester::CollectSamples(const Entry& e, uint32_t row, uint32_t series,
-                                  const std::unordered_map<int64_t, int>& pods_at,
-                                  DcgmIngestReport& report, std::vector<Pending>& pending) {
-  const int source = e.SmSourceUsed();
+                                  const DeviceLoad& load, DcgmIngestReport& report,
+                                  std::vector<Pending>& pending) {
   const double latest_allowed_s = options_.now_s + options_.max_future_skew_s;
   const AllocationUnit unit = store_.state(row).unit;
-  size_t cursor = 0;
+  static const std::unordered_map<int64_t, int> kNone;
+  const auto pods_it = load.pods_at.find(e.device_key);
+  const auto& pods_at = pods_it == load.pods_at.end() ? kNone : pods_it->second;
+  // Per-pod readings: VRAM as read, SM from the pod's busy time (and the device's activity).
+  const bool per_process = per_process_devices_.contains(e.device_key);
+  const LabeledSeries* busy = nullptr;    // per-pod busy time (percent)
+  const LabeledSeries* device = nullptr;  // the device's SM activity (ratio)
+  SmBasis device_basis = SmBasis::kMeasured;
+  int source = e.SmSourceUsed();
+  if (per_process) {
+    busy = e.sm[kGpuUtil] != nullptr && !e.sm[kGpuUtil]->points.empty() ? e.sm[kGpuUtil] : nullptr;
+    const auto dev_it = load.device_sm.find(e.device_key);
+    for (int s : {kSmActive, kGrEngineActive}) {
+      const LabeledSeries* own = e.sm[static_cast<size_t>(s)];
+      const LabeledSeries* dev =
+          dev_it == load.device_sm.end() ? nullptr : dev_it->second[static_cast<size_t>(s)];
+      const LabeledSeries* pick = own != nullptr && !own->points.empty() ? own : dev;
+      if (pick != nullptr && !pick->points.empty()) {
+        device = pick;
+        device_basis = s == kSmActive ? SmBasis::kMeasured : SmBasis::kGrEngineActive;
+        break;
+      }
+    }
+    source =
+        device != nullptr
+            ? static_cast<int>(device_basis == SmBasis::kMeasured ? kSmActive : kGrEngineActive)
+            : (busy != nullptr ? kGpuUtil : kSmSourceCount);
+  }
+  const LabeledSeries* primary =
+      source < kSmSourceCount && !per_process ? e.sm[static_cast<size_t>(source)] : nullptr;
+  // One SM reading as a ratio of the device, or nullopt (missing, a marker, out of range:
+  // counted, and an out-of-range one named).
+  enum class Read { kOk, kMissing, kRefused };
+  auto read = [&](const LabeledSeries* s, int kind, double time_s, size_t& cursor, double& out) {
+    if (s == nullptr) return Read::kMissing;
+    const std::optional<double> v = ValueAt(*s, time_s, cursor);
+    if (!v) return Read::kMissing;
+    if (*v >= kDcgmNoValue) {
+      ++report.no_value_markers;
+      return Read::kRefused;
+    }
+    out = kind == kGpuUtil ? *v / 100 : *v;
+    if (out >= 0 && out <= 1.0 + 1e-9) return Read::kOk;
+    ++report.refused;
+    AddIssue(report, e.Who() + ": " + SmSourceName(static_cast<SmSource>(kind)) + " " +
+                         FormatNumber(*v) + " at " + FormatNumber(time_s) + " is out of range");
+    return Read::kRefused;
+  };
+  const int device_kind = device_basis == SmBasis::kMeasured ? kSmActive : kGrEngineActive;
+  size_t cursor = 0, busy_cursor = 0, device_cursor = 0;
+  WorkloadState& st = store_.mutable_state(row);
   for (const MetricPoint& p : e.vram->points) {
     ++report.samples;
     if (p.value >= kDcgmNoValue) {
@@ -314,35 +405,60 @@ void DcgmIngester::CollectSamples(const Entry& e, uint32_t row, uint32_t series,
                            "negative)");
       continue;
     }
-    std::optional<double> sm;
-    if (source < kSmSourceCount) sm = ValueAt(*e.sm[static_cast<size_t>(source)], p.time_s, cursor);
-    if (!sm) {
-      ++report.without_sm;
-      continue;
-    }
-    if (*sm >= kDcgmNoValue) {
-      ++report.no_value_markers;
-      continue;
-    }
-    const double ratio = source == kGpuUtil ? *sm / 100 : *sm;
-    if (!(ratio >= 0 && ratio <= 1.0 + 1e-9)) {
-      ++report.refused;
-      AddIssue(report, e.Who() + ": " + SmSourceName(static_cast<SmSource>(source)) + " " +
-                           FormatNumber(*sm) + " at " + FormatNumber(p.time_s) +
-                           " is out of range");
-      continue;
-    }
     const auto k_it = pods_at.find(TimeKey(p.time_s));
     const int k = k_it == pods_at.end() ? 1 : std::max(1, k_it->second);
+    // The pod's share of the device's SM activity, and what it stands on.
+    double share = 0;
+    SmBasis basis = SmBasis::kMeasured;
+    bool split = k > 1;  // split equally between the device's pods
+    if (!per_process) {
+      double ratio = 0;
+      const Read r = read(primary, source, p.time_s, cursor, ratio);
+      if (r != Read::kOk) {
+        if (r == Read::kMissing) ++report.without_sm;
+        continue;
+      }
+      share = ratio / k;
+      basis = source == kGpuUtil          ? SmBasis::kBusyTime
+              : source == kGrEngineActive ? SmBasis::kGrEngineActive
+                                          : SmBasis::kMeasured;
+    } else {
+      double pod_busy = 0, device_sm = 0;
+      const Read rb = read(busy, kGpuUtil, p.time_s, busy_cursor, pod_busy);
+      const Read rd = read(device, device_kind, p.time_s, device_cursor, device_sm);
+      if (rb == Read::kRefused || rd == Read::kRefused) continue;
+      split = false;
+      if (rb == Read::kOk && rd == Read::kOk) {
+        // The device's activity in proportion to the pods' busy time at this moment; never
+        // more than the pod's own busy time.
+        const auto sum_it = load.busy_sum_at.find(e.device_key);
+        double sum = 0;
+        if (sum_it != load.busy_sum_at.end())
+          if (const auto t = sum_it->second.find(TimeKey(p.time_s)); t != sum_it->second.end())
+            sum = t->second;
+        share = sum > 0 ? std::min(pod_busy, device_sm * pod_busy / sum) : 0;
+        basis = std::max(device_basis, SmBasis::kSmActiveByBusyShare);
+      } else if (rb == Read::kOk) {
+        share = pod_busy;
+        basis = SmBasis::kBusyTime;
+      } else if (rd == Read::kOk) {
+        share = device_sm / k;  // no busy time for this pod: the device's, split equally
+        basis = device_basis;
+        split = k > 1;
+      } else {
+        ++report.without_sm;
+        continue;
+      }
+    }
     GpuSample sample;
     sample.time_s = p.time_s;
-    sample.vram_bytes = p.value * kMiB / k;
-    // SM activity is relative to the allocation unit (as a MIG instance's counters are): a
-    // pod's 1/k of the device's activity over its share of the device, so that the pods'
+    sample.vram_bytes = per_process ? p.value * kMiB : p.value * kMiB / k;
+    // SM activity is relative to the allocation unit (as a MIG instance's counters are): the
+    // pod's share of the device's activity over its share of the device, so that the pods'
     // used GPU-seconds add up to the device's.
     const double fraction = unit.device_fraction;
     sample.sm_ratio =
-        k > 1 && fraction > 0 ? std::min(1.0, ratio / k / fraction) : std::min(1.0, ratio);
+        k > 1 && fraction > 0 ? std::min(1.0, share / fraction) : std::min(1.0, share * k);
     if (unit.vram_limit_bytes > 0 && !FitsAllocation(sample.vram_bytes, unit)) {
       ++report.refused;
       AddIssue(report, e.Who() + ": " + FormatNumber(p.value) + " MiB at " +
@@ -350,10 +466,15 @@ void DcgmIngester::CollectSamples(const Entry& e, uint32_t row, uint32_t series,
                            FormatNumber(unit.vram_limit_bytes / kMiB) + " MiB)");
       continue;
     }
-    if (k > 1) {
+    if (split) {
       ++report.shared_device_samples;
-      store_.mutable_state(row).shared_device_estimate = true;
+      st.shared_device_estimate = true;
     }
+    if (per_process) {
+      ++report.per_process_samples;
+      st.per_process_usage = true;
+    }
+    st.sm_basis = std::max(st.sm_basis, basis);
     pending.push_back({p.time_s, row, series, sample});
   }
 }

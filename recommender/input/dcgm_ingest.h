@@ -16,11 +16,20 @@
 //    request the allocation is what DCGM shows (a MIG profile, a shared device, one GPU).
 //
 // Shared devices (the rule, also in the README): DCGM's counters are per device. When k pods
-// report the same device at the same time, each pod gets 1/k of the device's VRAM and 1/k of its
-// SM activity. Like every SM figure in gpuvpa, a pod's SM ratio is relative to its allocation
-// unit (its share of the device: 1/replicas), so the pods' used GPU-seconds — VRAM and SM — add
-// up to the device's. Such workloads are flagged `shared_device_estimate` in every output. Values
-// of 9223372036854775792 and above are DCGM's "no value" markers and skipped.
+// report the same device at the same time with the same values (the device's counters copied to
+// each pod), each pod gets 1/k of the device's VRAM and 1/k of its SM activity.
+// Per-pod readings (dcgm-exporter's per-pod mode, KUBERNETES_VIRTUAL_GPUS=true; the node
+// agent): when the pods of one device report different FB_USED or GPU_UTIL values at one time,
+// the device's readings are per process from then on: VRAM as read, SM activity the device's
+// PROF_SM_ACTIVE (or GR_ENGINE_ACTIVE; on the pod's series or a pod-less device series) times
+// the pod's share of the pods' busy time (GPU_UTIL, NVML's per-process smUtil), never more than
+// its busy time (sm_basis "sm_active_by_busy_share"); with GPU_UTIL alone, busy time stands in
+// for SM activity ("busy_time": a one-thread job reads 100 %). Such workloads are flagged
+// `per_process_usage`; every workload carries the weakest `sm_basis` of its samples. Like every SM
+// figure in gpuvpa, a pod's SM ratio is relative to its allocation unit (its share of the device:
+// 1/replicas), so the pods' used GPU-seconds — VRAM and SM — add up to the device's. Such workloads
+// are flagged `shared_device_estimate` in every output. Values of 9223372036854775792 and above are
+// DCGM's "no value" markers and skipped.
 #pragma once
 
 #include <array>
@@ -30,6 +39,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -95,6 +105,7 @@ struct DcgmIngestReport {
   size_t no_value_markers = 0;       // DCGM's "no value" markers
   size_t without_sm = 0;             // VRAM points with no SM activity at the same time
   size_t shared_device_samples = 0;  // split between pods of one device (estimates)
+  size_t per_process_samples = 0;    // a shared device's per-pod readings (no equal split)
   std::array<size_t, kSmSourceCount> sm_source_series{};  // series per chosen SM source
   size_t owner_from_kube_state = 0, owner_from_pod_name = 0, owner_bare_pod = 0;
   // Samples charged to "unallocated" because the cost center they named is not valid text.
@@ -123,20 +134,22 @@ class DcgmIngester {
   struct DeviceLoad;
   struct Pending;
   // The steps of Ingest, in order.
-  std::map<std::string, Entry> GroupByDevice(std::span<const LabeledSeries> batch,
+  std::map<std::string, Entry> GroupByDevice(std::span<const LabeledSeries> batch, DeviceLoad& load,
                                              DcgmIngestReport& report) const;
+  void MarkPerProcessDevices(const std::map<std::string, Entry>& entries, DeviceLoad& load);
   // Tracks the entry's workload and device (row, series), or counts its samples refused.
   std::optional<std::pair<uint32_t, uint32_t>> Admit(const Entry& entry, const DeviceLoad& load,
                                                      DcgmIngestReport& report);
-  void CollectSamples(const Entry& entry, uint32_t row, uint32_t series,
-                      const std::unordered_map<int64_t, int>& pods_at, DcgmIngestReport& report,
-                      std::vector<Pending>& pending);
+  void CollectSamples(const Entry& entry, uint32_t row, uint32_t series, const DeviceLoad& load,
+                      DcgmIngestReport& report, std::vector<Pending>& pending);
   void IngestInTimeOrder(std::vector<Pending>& pending, DcgmIngestReport& report);
 
   FleetStore& store_;
   const GpuCatalog& catalog_;
   DcgmIngestOptions options_;
   KubeState kube_state_;
+  // Devices whose pods have reported per-pod readings (see MarkPerProcessDevices).
+  std::unordered_set<std::string> per_process_devices_;
 };
 
 }  // namespace gpuvpa::recommender

@@ -39,6 +39,8 @@ v1::Recommendation ToProto(const Recommendation& r, const FleetStore& store) {
   out.set_sample_count(r.sample_count);
   out.set_cuda_oom_count(r.cuda_oom_count);
   out.set_shared_device_estimate(r.shared_device_estimate);
+  out.set_per_process_usage(r.per_process_usage);
+  out.set_sm_basis(SmBasisName(r.sm_basis));
   out.set_vram_set_by_allocator(r.vram_set_by_allocator);
   out.set_vram_history_peak_bytes(r.vram_history_peak_bytes);
   out.set_vram_limit_bytes(r.vram_limit_bytes);

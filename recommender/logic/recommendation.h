@@ -36,7 +36,9 @@ struct Recommendation {
   uint64_t sample_count = 0;
   uint32_t cuda_oom_count = 0;
   bool shared_device_estimate = false;  // split from a shared device's counters (estimate)
-  bool vram_set_by_allocator = false;   // flat, high residency with low compute: a pool allocator
+  bool per_process_usage = false;       // a shared device's per-pod readings
+  SmBasis sm_basis = SmBasis::kMeasured;
+  bool vram_set_by_allocator = false;  // flat, high residency with low compute: a pool allocator
   uint32_t busy_devices = 0;    // the most devices one pod kept busy (see DeviceCursor::Busy)
   double average_pods = 0;      // pods holding the allocation, on average over the history
   double idle_hours_ratio = 0;  // share of the latest week's observed hours with no activity

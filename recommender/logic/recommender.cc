@@ -87,6 +87,8 @@ Recommendation Recommender::Recommend(const FleetStore& store, uint32_t row,
   rec.confidence = history.Confidence();
   rec.cuda_oom_count = st.cuda_oom_count;
   rec.shared_device_estimate = st.shared_device_estimate;
+  rec.per_process_usage = st.per_process_usage;
+  rec.sm_basis = st.sm_basis;
   // No number above what the allocation can physically hold: a workload that needs more is
   // flagged (needs_larger_gpu) instead. A unit without a limit (0) bounds nothing.
   const double limit = st.unit.vram_limit_bytes > 0 ? st.unit.vram_limit_bytes : HUGE_VAL;

@@ -9,6 +9,21 @@
 #include "core/base/workload_key.h"
 
 namespace gpuvpa::recommender {
+
+const char* SmBasisName(SmBasis basis) {
+  switch (basis) {
+    case SmBasis::kMeasured:
+      return "";
+    case SmBasis::kGrEngineActive:
+      return "gr_engine_active";
+    case SmBasis::kSmActiveByBusyShare:
+      return "sm_active_by_busy_share";
+    case SmBasis::kBusyTime:
+      return "busy_time";
+  }
+  return "";
+}
+
 namespace {
 
 void ScaleAll(std::span<double> v, double scale) {

@@ -106,6 +106,20 @@ enum class IngestOutcome {
   kInvalid,          // refused at the boundary (see IsValidSample)
 };
 
+// What a workload's SM figures stand on, from the strongest to the weakest; a workload keeps
+// the weakest any of its samples had (reports name it).
+enum class SmBasis : uint8_t {
+  kMeasured = 0,        // SM activity as measured (DCGM PROF_SM_ACTIVE, GPM, a trace's column)
+  kGrEngineActive = 1,  // DCGM PROF_GR_ENGINE_ACTIVE: the graphics engine's active time
+  // A shared device's SM activity attributed to its pods in proportion to their busy time
+  // (per-process smUtil): a floor-quality estimate (a busy one-thread job takes credit).
+  kSmActiveByBusyShare = 2,
+  kBusyTime = 3,  // DCGM_FI_DEV_GPU_UTIL / smUtil only: busy time, not SM coverage
+};
+inline constexpr uint8_t kSmBasisCount = 4;
+// "" for kMeasured, else "gr_engine_active", "sm_active_by_busy_share", "busy_time".
+const char* SmBasisName(SmBasis basis);
+
 // Everything but the histograms that the store keeps per workload-container.
 struct WorkloadState {
   // Written by every sample: kept together at the front (two cache lines), so that ingest over
@@ -140,7 +154,9 @@ struct WorkloadState {
   double pending_used_vram_gpu_seconds = 0;
   double pending_used_sm_gpu_seconds = 0;
   uint32_t cuda_oom_count = 0;
-  bool shared_device_estimate = false;  // usage split between the pods of one device
+  bool shared_device_estimate = false;    // usage split between the pods of one device
+  bool per_process_usage = false;         // a shared device's per-pod (per-process) readings
+  SmBasis sm_basis = SmBasis::kMeasured;  // the weakest basis of any sample's SM figure
   v1::WorkloadIdentity identity;
   std::vector<DeviceCursor> devices;
   HourlyActivity activity;  // closed hours; read through Activity()

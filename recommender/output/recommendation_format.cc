@@ -54,6 +54,14 @@ std::string Note(const v1::Recommendation& r, bool narrow) {
   if (r.vram_set_by_allocator() && !narrow) add("VRAM set by allocator config");
   if (r.shared_device_estimate())
     add(narrow ? "shared GPU: estimate" : "shared GPU: usage split between pods (estimate)");
+  if (r.per_process_usage())
+    add(narrow ? "shared GPU: per-pod" : "shared GPU: per-pod (per-process) readings");
+  if (r.sm_basis() == "busy_time")
+    add(narrow ? "SM = busy time" : "SM figures are busy time (GPU_UTIL), not SM coverage");
+  else if (r.sm_basis() == "sm_active_by_busy_share")
+    add(narrow ? "SM by busy share" : "SM: the device's SM activity split by busy time (estimate)");
+  else if (r.sm_basis() == "gr_engine_active" && !narrow)
+    add("SM figures are graphics engine time");
   if (r.cuda_oom_count() > 0) add(std::to_string(r.cuda_oom_count()) + " CUDA OOM");
   return note;
 }

@@ -4,15 +4,19 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/config/config.h"
 #include "core/gpu/gpu_catalog.h"
 #include "core/metrics/exposition_text.h"
 #include "core/metrics/prometheus_api.h"
+#include "recommender/checkpoint/checkpoint.h"
 #include "recommender/daemon/daemon_config.h"
 #include "recommender/input/dcgm_ingest.h"
 #include "recommender/input/kube_state.h"
+#include "recommender/logic/recommender.h"
+#include "recommender/output/recommendation_format.h"
 
 namespace gpuvpa::recommender {
 namespace {
@@ -315,6 +319,148 @@ TEST(DcgmIngestTest, RenamedMetricsAndLabelsAreRead) {
   ASSERT_EQ(store.size(), 1u);
   EXPECT_EQ(store.state(0).identity.owner_kind(), "StatefulSet");
   EXPECT_DOUBLE_EQ(store.state(0).vram_history_peak_bytes, 1000.0 * 1024 * 1024);
+}
+
+// The real H200's shared phase (DESIGN.md "Metric sources"): pod A held 9.3 GiB busy 30 %,
+// pod B 42.1 GiB busy 44 %, time-sliced on one device reading 52 GiB, util.gpu 72 %, GPM SM
+// active 64 %. dcgm-exporter's per-pod mode gives each pod its own FB_USED and GPU_UTIL; the
+// profiling metric stays the device's (on a pod-less series, or copied to each pod's labels).
+// Without that mode, the device's counters copied to each pod are split equally.
+std::string SharedH200(const std::string& mode) {
+  const std::string dev = "gpu=\"0\",UUID=\"GPU-5a1e\",modelName=\"NVIDIA H200\",Hostname=\"n1\"";
+  auto pod = [&](const char* name) {
+    return dev + ",namespace=\"ml\",pod=\"" + name + "\",container=\"main\"";
+  };
+  std::string text;
+  for (int i = 0; i < 10; ++i) {
+    const std::string t = " " + std::to_string(1700000000 + 60 * i) + "\n";
+    if (mode == "equal") {
+      for (const char* p : {"a-0", "b-0"}) {
+        text += "DCGM_FI_DEV_FB_USED{" + pod(p) + "} 53248" + t;
+        text += "DCGM_FI_DEV_GPU_UTIL{" + pod(p) + "} 72" + t;
+        text += "DCGM_FI_PROF_SM_ACTIVE{" + pod(p) + "} 0.64" + t;
+      }
+      continue;
+    }
+    text += "DCGM_FI_DEV_FB_USED{" + pod("a-0") + "} 9523" + t;
+    text += "DCGM_FI_DEV_FB_USED{" + pod("b-0") + "} 43110" + t;
+    text += "DCGM_FI_DEV_GPU_UTIL{" + pod("a-0") + "} 30" + t;
+    text += "DCGM_FI_DEV_GPU_UTIL{" + pod("b-0") + "} 44" + t;
+    if (mode == "per-pod, device series") text += "DCGM_FI_PROF_SM_ACTIVE{" + dev + "} 0.64" + t;
+    if (mode == "per-pod, copied")
+      for (const char* p : {"a-0", "b-0"})
+        text += "DCGM_FI_PROF_SM_ACTIVE{" + pod(p) + "} 0.64" + t;
+  }
+  return text + "# EOF\n";
+}
+
+struct PodFigures {
+  double vram_mib = 0, sm_share = 0;  // sm_share: of the whole device
+  bool split = false, per_process = false;
+  SmBasis basis = SmBasis::kMeasured;
+  double vram_target_bytes = 0, sm_p90 = 0;  // the recommendation
+  std::string report;                        // the table `gpuvpa recommend` prints
+};
+
+std::map<std::string, PodFigures> IngestShared(const std::string& mode) {
+  FleetStore store;
+  DcgmIngestOptions options;
+  options.now_s = 1.8e9;
+  DcgmIngester ingester(store, GpuCatalog::BuiltIn(), options);
+  Result<ExpositionParse> p = ParseExpositionText(SharedH200(mode));
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  const DcgmIngestReport r = ingester.Ingest(p->series);
+  EXPECT_EQ(r.accepted, 20u) << mode;
+  std::map<std::string, PodFigures> out;
+  for (uint32_t row = 0; row < store.size(); ++row) {
+    const WorkloadState& st = store.state(row);
+    PodFigures& f = out[st.identity.owner_name()];
+    f.vram_mib = st.vram_history_peak_bytes / (1024.0 * 1024.0);
+    // Used SM GPU-seconds over allocated ones is the share of the allocation; times the
+    // allocation's share of the device, the share of the device.
+    f.sm_share = st.used_sm_gpu_seconds / st.observed_seconds;
+    f.split = st.shared_device_estimate;
+    f.per_process = st.per_process_usage;
+    f.basis = st.sm_basis;
+    RecommenderOptions rec_options;
+    rec_options.min_history_s = 0;
+    const Recommendation rec = Recommender(rec_options).Recommend(store, row);
+    f.vram_target_bytes = rec.vram_target_bytes;
+    f.sm_p90 = rec.sm_p90_ratio;
+    FormatOptions wide;
+    wide.wide = true;
+    f.report = FormatRecommendations({rec}, store, wide);
+  }
+  return out;
+}
+
+TEST(DcgmIngestTest, PerPodSeriesOfASharedDeviceAreUsedInsteadOfTheEqualSplit) {
+  // Equal split: 26 GiB and 32 % of the device each, flagged as an estimate.
+  std::map<std::string, PodFigures> equal = IngestShared("equal");
+  ASSERT_EQ(equal.size(), 2u);
+  for (const auto& [name, f] : equal) {
+    EXPECT_DOUBLE_EQ(f.vram_mib, 26624) << name;
+    EXPECT_NEAR(f.sm_share, 0.32, 1e-9) << name;
+    EXPECT_TRUE(f.split);
+    EXPECT_FALSE(f.per_process);
+    EXPECT_EQ(f.basis, SmBasis::kMeasured);
+    EXPECT_NE(f.report.find("usage split between pods (estimate)"), std::string::npos) << f.report;
+  }
+  EXPECT_DOUBLE_EQ(equal["a"].vram_target_bytes, equal["b"].vram_target_bytes);
+  // Per-pod mode, the device's SM activity on a pod-less series or copied to each pod: each
+  // pod's own VRAM, and 64 % of the device shared by busy time (30 : 44).
+  for (const char* mode : {"per-pod, device series", "per-pod, copied"}) {
+    std::map<std::string, PodFigures> per_pod = IngestShared(mode);
+    ASSERT_EQ(per_pod.size(), 2u) << mode;
+    const PodFigures& a = per_pod["a"];
+    const PodFigures& b = per_pod["b"];
+    EXPECT_DOUBLE_EQ(a.vram_mib, 9523) << mode;
+    EXPECT_DOUBLE_EQ(b.vram_mib, 43110) << mode;
+    EXPECT_NEAR(a.sm_share, 0.64 * 30 / 74, 1e-9) << mode;
+    EXPECT_NEAR(b.sm_share, 0.64 * 44 / 74, 1e-9) << mode;
+    EXPECT_NEAR(a.sm_share + b.sm_share, 0.64, 1e-9) << "the device's activity, all of it";
+    for (const PodFigures* f : {&a, &b}) {
+      EXPECT_FALSE(f->split) << mode;
+      EXPECT_TRUE(f->per_process) << mode;
+      EXPECT_EQ(f->basis, SmBasis::kSmActiveByBusyShare) << mode;
+      EXPECT_NE(f->report.find("per-pod (per-process) readings"), std::string::npos) << f->report;
+      EXPECT_NE(f->report.find("SM activity split by busy time"), std::string::npos) << f->report;
+    }
+    // Different recommendations: A's VRAM target is sized on its 9.3 GiB, below the equal
+    // split's 26 GiB; B's on its 42.1 GiB, above it (the equal split would have OOMed B).
+    EXPECT_LT(a.vram_target_bytes, 0.5 * equal["a"].vram_target_bytes) << mode;
+    EXPECT_GT(b.vram_target_bytes, 1.5 * equal["b"].vram_target_bytes) << mode;
+    EXPECT_GE(b.vram_target_bytes, 43110.0 * 1024 * 1024) << mode;
+    EXPECT_LT(a.sm_p90, b.sm_p90) << mode;
+  }
+  // GPU_UTIL alone: busy time stands in for SM activity, and says so.
+  std::map<std::string, PodFigures> busy = IngestShared("per-pod, busy only");
+  EXPECT_NEAR(busy["a"].sm_share, 0.30, 1e-9);
+  EXPECT_NEAR(busy["b"].sm_share, 0.44, 1e-9);
+  EXPECT_EQ(busy["a"].basis, SmBasis::kBusyTime);
+  EXPECT_TRUE(busy["b"].per_process);
+  EXPECT_NE(busy["a"].report.find("SM figures are busy time (GPU_UTIL), not SM coverage"),
+            std::string::npos)
+      << busy["a"].report;
+}
+
+TEST(DcgmIngestTest, TheBasisOfTheFiguresSurvivesACheckpointAndABadOneIsRefused) {
+  FleetStore store;
+  DcgmIngestOptions options;
+  options.now_s = 1.8e9;
+  DcgmIngester ingester(store, GpuCatalog::BuiltIn(), options);
+  Result<ExpositionParse> p = ParseExpositionText(SharedH200("per-pod, busy only"));
+  ASSERT_TRUE(p.ok());
+  ingester.Ingest(p->series);
+  Result<FleetStore> back = DecodeCheckpoint(EncodeCheckpoint(store, 1.8e9), {});
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_TRUE(back->state(0).per_process_usage);
+  EXPECT_EQ(back->state(0).sm_basis, SmBasis::kBusyTime);
+  store.mutable_state(0).sm_basis = static_cast<SmBasis>(9);
+  Result<FleetStore> bad = DecodeCheckpoint(EncodeCheckpoint(store, 1.8e9), {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sm_basis 9"), std::string::npos) << bad.status().message();
 }
 
 }  // namespace

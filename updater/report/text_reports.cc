@@ -89,7 +89,9 @@ nlohmann::ordered_json ActionJson(const PlannedAction& a, const ReportInput& inp
         {"sample_count", r.sample_count()},
         {"cuda_oom_count", r.cuda_oom_count()},
         {"vram_set_by_allocator", r.vram_set_by_allocator()},
-        {"shared_device_estimate", r.shared_device_estimate()}}},
+        {"shared_device_estimate", r.shared_device_estimate()},
+        {"per_process_usage", r.per_process_usage()},
+        {"sm_basis", r.sm_basis().empty() ? "sm_active" : r.sm_basis()}}},
       {"yaml_change", YamlChange(a, input.scale_to_zero)},
   };
   nlohmann::ordered_json changes = nlohmann::ordered_json::array();
