@@ -4,10 +4,13 @@
 #pragma once
 
 #include <prometheus/counter.h>
+#include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
 #include <mutex>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/cost/money.h"
 #include "core/net/http_server.h"
@@ -46,6 +49,19 @@ class CostCounters {
  private:
   prometheus::Family<prometheus::Counter>* family_;
 };
+
+// The pieces of the text format 0.0.4, for a page a daemon writes from its own table: a value
+// as prometheus-cpp writes it (16 significant digits; Nan, +Inf, -Inf), a label value escaped
+// (backslash, double quote, newline), and a family's # HELP (when not empty) and # TYPE lines.
+void AppendMetricValue(std::string& out, double value);
+void AppendEscapedLabelValue(std::string& out, std::string_view value);
+void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view help,
+                        std::string_view type);
+
+// Families in the text format 0.0.4, byte for byte as prometheus-cpp's TextSerializer writes
+// them, about 10 times faster (no ostream; a node agent's page of 1,300 series is written on
+// every scrape).
+std::string MetricsText(const std::vector<prometheus::MetricFamily>& families);
 
 // The registry's samples as Prometheus scrapes them.
 HttpServerResponse MetricsPage(prometheus::Registry& registry);

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <tuple>
@@ -15,10 +16,42 @@
 namespace gpuvpa::agent {
 namespace {
 
-prometheus::Family<prometheus::Gauge>* Gauge(prometheus::Registry& r, const std::string& name,
-                                             const std::string& help) {
-  return &prometheus::BuildGauge().Name(name).Help(help).Register(r);
-}
+// The per-device and per-container families, in the order the page lists them.
+enum Family : char {
+  kMemory,
+  kBusy,
+  kSm,
+  kSmLower,
+  kSmUpper,
+  kDeviceSm,
+  kDeviceBusy,
+  kDeviceMemory,
+  kDeviceUnallocated,
+  kFamilies
+};
+struct FamilyText {
+  const char* name;
+  const char* help;
+};
+constexpr FamilyText kFamilyText[kFamilies] = {
+    {"gpuvpa_container_gpu_memory_used_bytes",
+     "GPU memory held by the container's processes on the device (NVML, per process)"},
+    {"gpuvpa_container_gpu_busy_ratio",
+     "Share of time the container had work on the device (NVML smUtil): busy time, not SM "
+     "coverage"},
+    {"gpuvpa_container_gpu_sm_active_ratio",
+     "The container's share of the device's SM activity (GPM), by the method label"},
+    {"gpuvpa_container_gpu_sm_active_lower_ratio",
+     "The least SM activity the device's readings allow the container"},
+    {"gpuvpa_container_gpu_sm_active_upper_ratio",
+     "The most SM activity the device's readings allow the container"},
+    {"gpuvpa_gpu_sm_active_ratio",
+     "SM activity of the device or GPU instance (GPM SM_UTIL, = DCGM PROF_SM_ACTIVE)"},
+    {"gpuvpa_gpu_busy_ratio", "util.gpu of the device: busy time"},
+    {"gpuvpa_gpu_memory_used_bytes", "GPU memory used on the device"},
+    {"gpuvpa_gpu_unallocated_processes",
+     "Processes on the device whose container the kubelet did not allocate it to"},
+};
 
 std::string Instance(unsigned int gi) {
   return gi == nvml::kNoGpuInstance ? std::string() : std::to_string(gi);
@@ -32,25 +65,6 @@ NodeAgent::NodeAgent(NodeAgentOptions options, std::unique_ptr<PodDirectory> pod
       registry_(std::make_shared<prometheus::Registry>()) {
   RegisterBuildInfo(*registry_, "node-agent");
   prometheus::Registry& r = *registry_;
-  memory_ = Gauge(r, "gpuvpa_container_gpu_memory_used_bytes",
-                  "GPU memory held by the container's processes on the device (NVML, per process)");
-  busy_ = Gauge(r, "gpuvpa_container_gpu_busy_ratio",
-                "Share of time the container had work on the device (NVML smUtil): busy time, "
-                "not SM coverage");
-  sm_ = Gauge(r, "gpuvpa_container_gpu_sm_active_ratio",
-              "The container's share of the device's SM activity (GPM), by the method label");
-  sm_lower_ = Gauge(r, "gpuvpa_container_gpu_sm_active_lower_ratio",
-                    "The least SM activity the device's readings allow the container");
-  sm_upper_ = Gauge(r, "gpuvpa_container_gpu_sm_active_upper_ratio",
-                    "The most SM activity the device's readings allow the container");
-  device_sm_ =
-      Gauge(r, "gpuvpa_gpu_sm_active_ratio",
-            "SM activity of the device or GPU instance (GPM SM_UTIL, = DCGM PROF_SM_ACTIVE)");
-  device_busy_ = Gauge(r, "gpuvpa_gpu_busy_ratio", "util.gpu of the device: busy time");
-  device_memory_ = Gauge(r, "gpuvpa_gpu_memory_used_bytes", "GPU memory used on the device");
-  device_unallocated_ =
-      Gauge(r, "gpuvpa_gpu_unallocated_processes",
-            "Processes on the device whose container the kubelet did not allocate it to");
   poll_errors_ = &prometheus::BuildCounter()
                       .Name("gpuvpa_node_agent_poll_errors_total")
                       .Help("NVML passes in which a device call failed")
@@ -183,22 +197,34 @@ Status NodeAgent::PollOnce(double now_s) {
 
 void NodeAgent::Publish(const Snapshot& snap, const std::vector<std::vector<Owner>>& owners) {
   std::string key;
-  auto set = [&](prometheus::Family<prometheus::Gauge>* family,
-                 const std::map<std::string, std::string>& labels, double value) {
-    key.assign(reinterpret_cast<const char*>(&family), sizeof family);
+  auto set = [&](Family family, const std::map<std::string, std::string>& labels, double value) {
+    key.assign(1, family);
     for (const auto& [k, v] : labels) (key += v) += '\x1f';
-    auto [it, added] = published_.try_emplace(key, Published{family, nullptr, pass_});
-    if (added) it->second.gauge = &family->Add(labels);
-    it->second.pass = pass_;
-    it->second.gauge->Set(value);
+    auto [it, added] = published_.try_emplace(key);
+    Series& series = it->second;
+    if (added) {
+      // The series' name and labels are written once, when it appears.
+      series.family = family;
+      series.head = kFamilyText[family].name;
+      const char* sep = "{";
+      for (const auto& [k, v] : labels) {
+        ((series.head += sep) += k) += "=\"";
+        AppendEscapedLabelValue(series.head, v);
+        series.head += '"';
+        sep = ",";
+      }
+      series.head += "} ";
+    }
+    series.pass = pass_;
+    series.value = value;
   };
   const bool by_pid = options_.label_by == LabelBy::kPid;
   for (size_t i = 0; i < snap.devices.size(); ++i) {
     const DeviceReading& d = snap.devices[i];
     const std::map<std::string, std::string> dev = {{"gpu_uuid", d.uuid}, {"gpu_instance", ""}};
-    set(device_memory_, dev, d.memory_used_bytes);
-    set(device_busy_, dev, d.busy_ratio);
-    if (d.sm_active_ratio) set(device_sm_, dev, *d.sm_active_ratio);
+    set(kDeviceMemory, dev, d.memory_used_bytes);
+    set(kDeviceBusy, dev, d.busy_ratio);
+    if (d.sm_active_ratio) set(kDeviceSm, dev, *d.sm_active_ratio);
     // Processes of one owner and instance add up.
     struct Sum {
       double memory = 0, busy = 0, sm = 0, lower = 0, upper = 0;
@@ -230,7 +256,7 @@ void NodeAgent::Publish(const Snapshot& snap, const std::vector<std::vector<Owne
         s.upper = std::min(1.0, s.upper + p.sm_active_upper_ratio);
       }
     }
-    if (!options_.pod_resources_socket.empty()) set(device_unallocated_, dev, unallocated);
+    if (!options_.pod_resources_socket.empty()) set(kDeviceUnallocated, dev, unallocated);
     for (const auto& [key, s] : sums) {
       const auto& [o, instance, method] = key;
       std::map<std::string, std::string> labels = {
@@ -243,21 +269,37 @@ void NodeAgent::Publish(const Snapshot& snap, const std::vector<std::vector<Owne
         labels["pod_uid"] = o.pod_uid;
         labels["container_id"] = o.container_id;
       }
-      set(memory_, labels, s.memory);
-      if (s.busy_known) set(busy_, labels, s.busy);
+      set(kMemory, labels, s.memory);
+      if (s.busy_known) set(kBusy, labels, s.busy);
       if (s.sm_known) {
-        set(sm_, labels, s.sm);
-        set(sm_lower_, labels, s.lower);
-        set(sm_upper_, labels, s.upper);
+        set(kSm, labels, s.sm);
+        set(kSmLower, labels, s.lower);
+        set(kSmUpper, labels, s.upper);
       }
     }
   }
   // Series of processes that ended, or figures that became unknown, leave the page.
-  std::erase_if(published_, [this](const auto& kv) {
-    if (kv.second.pass == pass_) return false;
-    kv.second.family->Remove(kv.second.gauge);
-    return true;
-  });
+  std::erase_if(published_, [this](const auto& kv) { return kv.second.pass != pass_; });
+}
+
+std::string NodeAgent::Page() const {
+  std::string page = MetricsText(registry_->Collect());
+  std::array<size_t, kFamilies> bytes{};
+  for (const auto& [key, series] : published_) bytes[series.family] += series.head.size() + 24;
+  size_t total = page.size();
+  for (size_t b : bytes) total += b + 256;
+  page.reserve(total);
+  for (int f = 0; f < kFamilies; ++f) {
+    AppendFamilyHeader(page, kFamilyText[f].name, kFamilyText[f].help, "gauge");
+    if (bytes[static_cast<size_t>(f)] == 0) continue;
+    for (const auto& [key, series] : published_) {
+      if (series.family != f) continue;
+      page += series.head;
+      AppendMetricValue(page, series.value);
+      page += '\n';
+    }
+  }
+  return page;
 }
 
 void NodeAgent::Run() {
@@ -286,7 +328,7 @@ void NodeAgent::Stop() {
 HttpServerResponse NodeAgent::HandleHttp(const std::string& path) {
   if (path == "/metrics") {
     std::lock_guard<std::mutex> lock(mu_);
-    return MetricsPage(*registry_);
+    return {200, "text/plain; version=0.0.4; charset=utf-8", Page()};
   }
   if (path == "/healthz") return {200, "text/plain; charset=utf-8", "ok\n"};
   if (path == "/readyz") {
