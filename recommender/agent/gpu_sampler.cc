@@ -1,6 +1,8 @@
 // NVML passes over a node's GPUs: see gpu_sampler.h.
 #include "recommender/agent/gpu_sampler.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 namespace gpuvpa::agent {
@@ -100,7 +102,20 @@ void GpuSampler::SampleGpm(Device& d, double now_s, DeviceReading& out) {
   if (d.gpm_newest < 0 || now_s - d.gpm_time_s >= options_.min_gpm_interval_s) {
     const int next = d.gpm_newest < 0 ? 0 : 1 - d.gpm_newest;
     if (nvmlReturn_t rc = fn.GpmSampleGet(d.handle, d.gpm_samples[next]); rc != nvml::kSuccess) {
-      if (out.status.ok()) out.status = lib_.Error("nvmlGpmSampleGet(" + d.uuid + ")", rc);
+      const Status s = lib_.Error("nvmlGpmSampleGet(" + d.uuid + ")", rc);
+      if (rc == nvml::kNoPermission || rc == nvml::kNotSupported) {
+        // A refusal that every later pass would repeat (a driver that keeps GPM to admins, a
+        // vGPU without it): said once, and this device's SM figures are busy time from now on.
+        spdlog::warn(
+            "{}: SM activity of this GPU is not read from now on; its processes' SM "
+            "figures are busy time (method busy-time-only)",
+            s.message());
+        d.gpm = false;
+        d.sm_active.reset();
+        d.sm_occupancy.reset();
+        return;
+      }
+      if (out.status.ok()) out.status = s;
       return;
     }
     if (d.gpm_newest >= 0) {

@@ -2,8 +2,12 @@
 // says: the `command`, the `args` (with $(VAR) expanded as the kubelet does), the `env`
 // (fieldRefs filled as the kubelet fills them), each ConfigMap and Secret (the ones
 // make-secrets.sh makes) at its mountPath, emptyDirs and the volume claim as empty folders owned
-// by the pod's user, the service-account token where the pod mounts one, the pod's user and
-// group, and a read-only root file system. Each container runs in a mount namespace of its own
+// by the pod's user, a hostPath as the folder the test made for that host path, the
+// service-account token where the pod mounts one, the pod's user and group, its capabilities
+// dropped and no new privileges as its securityContext says, and a read-only root file system.
+// runtimeClassName nvidia is done as the NVIDIA container runtime does it: the driver's
+// libnvidia-ml.so.1 (here the fake one, replaying the H200 recordings) appears in the
+// container's library folder. Each container runs in a mount namespace of its own
 // (unshare), so the paths it opens are the manifest's own; the binaries are this build's, at
 // the image's /usr/local/bin. Only the sockets move (GPUVPA_TEST_ADDRESS_MAP): a listener on
 // 0.0.0.0:PORT gets a free 127.0.0.1 port, and a Service name the real server behind it (the
@@ -29,6 +33,7 @@
 #include "core/cost/ledger.h"
 #include "core/net/http_client.h"
 #include "proto/health.grpc.pb.h"
+#include "test/support/fake_kubelet.h"
 #include "test/support/kube_test_cluster.h"
 #include "test/support/ledger_backends.h"
 #include "test/support/process.h"
@@ -46,6 +51,8 @@ using std::chrono::seconds;
 using std::chrono::steady_clock;
 
 const fs::path kKube = fs::path(GPUVPA_SOURCE_DIR) / "deploy" / "kubernetes";
+// Where the NVIDIA container runtime puts the driver's libraries (the loader's multiarch folder).
+const std::string kLibraryDir = GPUVPA_LIBRARY_DIR;
 
 std::string Quote(const std::string& s) {
   std::string q = "'";
@@ -283,6 +290,12 @@ class ManifestRun {
   }
   testing::KubeTestCluster& cluster() { return cluster_; }
   // A file of a Secret make-secrets.sh made ("" when there is none).
+  // The node the pods run on (spec.nodeName).
+  void SetNode(const std::string& node) { node_ = node; }
+  // What a hostPath volume of `path` mounts (a folder the test made).
+  void ProvideHostPath(const std::string& path, const std::string& folder) {
+    host_paths_[path] = folder;
+  }
   std::string SecretFile(const std::string& secret, const std::string& key) const {
     auto it = secrets_.find(secret);
     if (it == secrets_.end() || !it->second.count(key)) return "";
@@ -370,6 +383,14 @@ class ManifestRun {
                                                    : std::map<std::string, std::string>{});
       }
       if (v["emptyDir"]) return Writable(name, uid, gid);
+      if (v["hostPath"]) {
+        const std::string path = v["hostPath"]["path"].as<std::string>();
+        if (!host_paths_.count(path)) {
+          *why = "hostPath " + path + " is not one this test provides";
+          return "";
+        }
+        return host_paths_.at(path);
+      }
       *why = "volume " + name + " of a kind this test does not make";
       return "";
     }
@@ -409,6 +430,8 @@ class ManifestRun {
         const std::string field = e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>();
         if (field == "metadata.name")
           env[name] = pod_name;
+        else if (field == "spec.nodeName")
+          env[name] = node_;
         else if (field == "metadata.namespace")
           env[name] = workload["metadata"]["namespace"].as<std::string>();
         else if (field == "metadata.labels['apps.kubernetes.io/pod-index']" &&
@@ -458,10 +481,29 @@ class ManifestRun {
                 Quote(target) + "\n";
       if (read_only.count(target)) script += "mount -o remount,bind,ro " + Quote(target) + "\n";
     }
+    // The NVIDIA runtime's part: the driver's NVML in the container's library folder (an
+    // overlay of this mount namespace; the host's folder is untouched).
+    if (pod["runtimeClassName"].as<std::string>("") == "nvidia") {
+      script += "mount -t overlay overlay -o lowerdir=" +
+                Quote(fs::path(GPUVPA_FAKE_NVML).parent_path().string() + ":" + kLibraryDir) + " " +
+                Quote(kLibraryDir) + "\n";
+      env["FAKE_NVML_DIR"] = std::string(GPUVPA_SHARED_DATA_DIR) + "/fixtures/nvml-h200";
+    } else if (pod["runtimeClassName"]) {
+      return "runtimeClassName " + pod["runtimeClassName"].as<std::string>() +
+             " is not one this test emulates";
+    }
     if (c["securityContext"]["readOnlyRootFilesystem"].as<bool>(false))
       script += "mount -o remount,bind,ro /\n";
     script += "exec setpriv --reuid=" + std::to_string(uid) + " --regid=" + std::to_string(gid) +
-              " --clear-groups env -i";
+              " --clear-groups";
+    // The container's capabilities: none left after drop ALL (root's too), and no new
+    // privileges through setuid files.
+    const YAML::Node drop = c["securityContext"]["capabilities"]["drop"];
+    if (drop.IsSequence() && drop.size() > 0 && drop[0].as<std::string>() == "ALL")
+      script += " --inh-caps=-all --bounding-set=-all";
+    if (!c["securityContext"]["allowPrivilegeEscalation"].as<bool>(true))
+      script += " --no-new-privs";
+    script += " env -i";
     for (const auto& [k, v] : env) script += " " + Quote(k + "=" + v);
     for (const YAML::Node& part : c["command"])
       script += " " + Quote(Expand(part.as<std::string>(), env));
@@ -484,6 +526,8 @@ class ManifestRun {
   std::vector<Started> started_;
   std::string rendered_;  // whose RBAC the mounted tokens get
   std::set<std::string> created_;
+  std::string node_ = "gpu-node-1";
+  std::map<std::string, std::string> host_paths_;
   int folders_ = 0;
   int ignored_rc_ = 0;
 };
@@ -528,6 +572,30 @@ void ExpectTheCostApiAnswers(ManifestRun& run) {
   EXPECT_GE(answered, 1);
 }
 
+// A container's /metrics, as Prometheus scrapes it through the manifest's metrics port:
+// promtool accepts it, every metric is gpuvpa_-prefixed, no sample is NaN, the build is named.
+// The page, for more checks.
+std::string ExpectMetricsAsPrometheusScrapesThem(const Started& s) {
+  const int port = s.local_port.count("metrics") ? s.local_port.at("metrics") : 0;
+  EXPECT_GT(port, 0) << s.who << " has no port named metrics (the ServiceMonitor's)";
+  std::string text;
+  EXPECT_EQ(HttpStatus(port, "/metrics", &text), 200) << s.who;
+  EXPECT_NE(text.find("gpuvpa_build_info{"), std::string::npos) << s.who;
+  EXPECT_EQ(text.find("NaN"), std::string::npos) << s.who << ":\n" << text;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] != '#') {
+      EXPECT_EQ(line.rfind("gpuvpa_", 0), 0u) << s.who << ": " << line;
+    }
+  testing::ScopedTempDir dir;
+  std::ofstream(dir.Path("metrics.txt")) << text;
+  int rc = 0;
+  const std::string out =
+      testing::RunShell("promtool check metrics < '" + dir.Path("metrics.txt") + "'", &rc);
+  EXPECT_EQ(rc, 0) << s.who << ": " << out;
+  return text;
+}
+
 class ManifestRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -553,29 +621,11 @@ TEST_F(ManifestRunTest, EveryContainerOfEveryOverlayStartsAsWrittenAndPassesItsP
       lease = lease ||
               (r.path.find("/leases") != std::string::npos && r.status < 300 && r.method != "GET");
     EXPECT_TRUE(lease) << "the updater took its Lease through the in-cluster config";
-    // Each component's /metrics, as Prometheus scrapes it through the manifest's metrics port:
-    // promtool accepts it, every metric is gpuvpa_-prefixed, no sample is NaN, the build is
-    // named.
+    // Each component's /metrics, as Prometheus scrapes it.
     int scraped = 0;
     for (const Started& s : run.started()) {
-      const int port = s.local_port.count("metrics") ? s.local_port.at("metrics") : 0;
-      ASSERT_GT(port, 0) << s.who << " has no port named metrics (the ServiceMonitor's)";
-      std::string text;
-      ASSERT_EQ(HttpStatus(port, "/metrics", &text), 200) << s.who;
+      ExpectMetricsAsPrometheusScrapesThem(s);
       ++scraped;
-      EXPECT_NE(text.find("gpuvpa_build_info{"), std::string::npos) << s.who;
-      EXPECT_EQ(text.find("NaN"), std::string::npos) << s.who << ":\n" << text;
-      std::istringstream lines(text);
-      for (std::string line; std::getline(lines, line);)
-        if (!line.empty() && line[0] != '#') {
-          EXPECT_EQ(line.rfind("gpuvpa_", 0), 0u) << s.who << ": " << line;
-        }
-      testing::ScopedTempDir dir;
-      std::ofstream(dir.Path("metrics.txt")) << text;
-      int rc = 0;
-      const std::string out =
-          testing::RunShell("promtool check metrics < '" + dir.Path("metrics.txt") + "'", &rc);
-      EXPECT_EQ(rc, 0) << s.who << ": " << out;
     }
     EXPECT_EQ(scraped, 3);
     // The owner reports on the updater's Service port.
@@ -587,6 +637,48 @@ TEST_F(ManifestRunTest, EveryContainerOfEveryOverlayStartsAsWrittenAndPassesItsP
       }
     ExpectTheCostApiAnswers(run);
   }
+}
+
+// The node agent's DaemonSet as written, on a GPU node as the GPU operator makes one: NVML
+// where the NVIDIA runtime puts it (the fake library replaying the H200 recordings), the
+// kubelet's pod-resources socket in the hostPath folder, NODE_NAME from spec.nodeName, the API
+// with the token and RBAC the manifest binds; root with no capability left, as its
+// securityContext says. It must load NVML (ready), read the GPUs, ask the kubelet through the
+// read-only mount, and publish what promtool accepts.
+TEST_F(ManifestRunTest, TheNodeAgentDaemonSetRunsAsDeployedWithTheNvidiaRuntime) {
+  const std::string rendered = Render("node-agent");
+  testing::ScopedTempDir host;
+  const std::string sockets = host.Path("pod-resources");
+  fs::create_directories(sockets);
+  testing::FakeKubelet kubelet;
+  testing::AddContainer(kubelet.answer, "ml-dev", "trainer-0", "trainer", "nvidia.com/gpu.shared",
+                        {"GPU-fa4e0000-0000-4000-8000-000000000000::0"});
+  std::unique_ptr<grpc::Server> server = testing::ServeKubelet(kubelet, sockets + "/kubelet.sock");
+  ASSERT_NE(server, nullptr);
+  ManifestRun run;
+  run.SetNode("gpu-node-1");
+  run.ProvideHostPath("/var/lib/kubelet/pod-resources", sockets);
+  const std::vector<std::string> problems = run.Run(rendered);
+  EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems) << "\n" << run.Logs();
+  ASSERT_EQ(run.started().size(), 1u);
+  const Started& agent = run.started()[0];
+  EXPECT_EQ(agent.who, "gpuvpa-node-agent/agent");
+  const std::string page = ExpectMetricsAsPrometheusScrapesThem(agent);
+  // NVML loaded from the runtime's folder: the recording's device, its GPM SM activity, and
+  // its processes.
+  EXPECT_NE(page.find("gpuvpa_gpu_sm_active_ratio{"), std::string::npos) << page;
+  EXPECT_NE(page.find("gpu_uuid=\"GPU-fa4e0000-0000-4000-8000-000000000000\""), std::string::npos)
+      << page;
+  EXPECT_NE(page.find("gpuvpa_container_gpu_memory_used_bytes{"), std::string::npos) << page;
+  EXPECT_NE(page.find("gpuvpa_node_agent_poll_errors_total 0"), std::string::npos) << page;
+  // The kubelet answered through the read-only hostPath, to root without capabilities.
+  EXPECT_GE(kubelet.list_calls(), 1) << run.Logs();
+  const std::string log = testing::ReadTextFile(agent.log);
+  EXPECT_NE(log.find("naming the pods of node gpu-node-1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("kubelet pod-resources at"), std::string::npos) << "no kubelet error:\n"
+                                                                     << log;
+  EXPECT_EQ(log.find("token-of-"), std::string::npos) << "the token is never logged";
+  server->Shutdown();
 }
 
 // The postgres-ledger overlay as written, against a real PostgreSQL (migrated first by

@@ -79,8 +79,9 @@ TEST(ManifestsTest, EveryKustomizationRendersAndPassesTheSchemaCheck) {
   testing::ScopedTempDir tmp;
   const std::string crd =
       "'" + (kKube / "base" / "crd-gpuverticalpodautoscaler.yaml").string() + "'";
-  for (const std::string dir : {"overlays/report-only", "overlays/nonprod-auto",
-                                "overlays/postgres-ledger", "monitoring", "examples"}) {
+  for (const std::string dir :
+       {"overlays/report-only", "overlays/nonprod-auto", "overlays/postgres-ledger", "monitoring",
+        "examples", "node-agent"}) {
     const std::string rendered = Kustomize(dir);
     int rc = 0;
     // The examples' GpuVerticalPodAutoscaler is checked against the CRD's schema.
@@ -232,6 +233,88 @@ TEST(ManifestsTest, RbacGrantsNothingBeyondTheUpdatersList) {
   EXPECT_EQ(user.rules.size(), 6u);
 }
 
+// The node agent is the one pod with host access, and it has exactly what reading per-process
+// GPU figures needs: the host's PID namespace (NVML reports host pids), the kubelet's
+// pod-resources folder read-only, root for the kubelet's root-only socket but no capability,
+// GPU nodes only and off them while the GPU operator changes the MIG layout; RBAC: get and list
+// pods, bound to its own service account only.
+TEST(ManifestsTest, TheNodeAgentHasTheHostAccessItNeedsAndNoMore) {
+  int daemonsets = 0;
+  std::set<Grant> granted;
+  std::set<std::string> bound;
+  for (const YAML::Node& doc : Docs(Kustomize("node-agent"))) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "ClusterRoleBinding" || kind == "RoleBinding")
+      for (const YAML::Node& sub : doc["subjects"])
+        bound.insert(sub["namespace"].as<std::string>() + "/" + sub["name"].as<std::string>());
+    if (kind == "ClusterRole" || kind == "Role")
+      for (const YAML::Node& rule : doc["rules"])
+        for (const YAML::Node& g : rule["apiGroups"])
+          for (const YAML::Node& r : rule["resources"])
+            for (const YAML::Node& v : rule["verbs"])
+              granted.insert(
+                  {g.as<std::string>(), r.as<std::string>(), v.as<std::string>(), kind == "Role"});
+    if (kind != "DaemonSet") {
+      EXPECT_TRUE(kind == "ServiceAccount" || kind == "ClusterRole" ||
+                  kind == "ClusterRoleBinding" || kind == "NetworkPolicy")
+          << kind;
+      continue;
+    }
+    ++daemonsets;
+    const YAML::Node pod = doc["spec"]["template"]["spec"];
+    EXPECT_TRUE(pod["hostPID"].as<bool>(false));
+    EXPECT_FALSE(pod["hostNetwork"].as<bool>(false));
+    EXPECT_FALSE(pod["hostIPC"].as<bool>(false));
+    EXPECT_EQ(pod["runtimeClassName"].as<std::string>(""), "nvidia");
+    EXPECT_EQ(pod["nodeSelector"]["nvidia.com/gpu.present"].as<std::string>(""), "true");
+    EXPECT_EQ(pod["securityContext"]["seccompProfile"]["type"].as<std::string>(""),
+              "RuntimeDefault");
+    // Scheduled where the operator's client label is "true" or absent, never while paused.
+    std::set<std::string> terms;
+    for (const YAML::Node& term :
+         pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"])
+      for (const YAML::Node& e : term["matchExpressions"]) {
+        std::string t = e["key"].as<std::string>() + " " + e["operator"].as<std::string>();
+        for (const YAML::Node& v : e["values"]) t += " " + v.as<std::string>();
+        terms.insert(t);
+      }
+    EXPECT_EQ(terms, (std::set<std::string>{"nvidia.com/gpu.deploy.client In true",
+                                            "nvidia.com/gpu.deploy.client DoesNotExist"}));
+    // The one hostPath: the pod-resources folder, mounted read-only.
+    std::set<std::string> host_paths;
+    for (const YAML::Node& v : pod["volumes"])
+      if (v["hostPath"]) host_paths.insert(v["name"].as<std::string>());
+    EXPECT_EQ(host_paths, std::set<std::string>{"pod-resources"});
+    ASSERT_EQ(pod["containers"].size(), 1u);
+    const YAML::Node c = pod["containers"][0];
+    for (const YAML::Node& m : c["volumeMounts"])
+      if (host_paths.count(m["name"].as<std::string>())) {
+        EXPECT_EQ(m["mountPath"].as<std::string>(), "/var/lib/kubelet/pod-resources");
+        EXPECT_TRUE(m["readOnly"].as<bool>(false));
+      }
+    const YAML::Node sc = c["securityContext"];
+    EXPECT_FALSE(sc["privileged"].as<bool>(true));
+    EXPECT_FALSE(sc["allowPrivilegeEscalation"].as<bool>(true));
+    EXPECT_TRUE(sc["readOnlyRootFilesystem"].as<bool>(false));
+    ASSERT_TRUE(sc["capabilities"]["drop"].IsSequence());
+    EXPECT_EQ(sc["capabilities"]["drop"][0].as<std::string>(""), "ALL");
+    EXPECT_FALSE(sc["capabilities"]["add"]) << "NVML needs no capability";
+    std::map<std::string, std::string> env;
+    for (const YAML::Node& e : c["env"])
+      env[e["name"].as<std::string>()] =
+          e["value"] ? e["value"].as<std::string>()
+                     : e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>();
+    EXPECT_EQ(env["NODE_NAME"], "spec.nodeName");
+    EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "all");
+    EXPECT_TRUE(c["readinessProbe"] && c["livenessProbe"]);
+    EXPECT_TRUE(c["resources"]["limits"]["memory"]);
+  }
+  EXPECT_EQ(daemonsets, 1);
+  EXPECT_EQ(granted, (std::set<Grant>{{"", "pods", "get", false}, {"", "pods", "list", false}}));
+  EXPECT_EQ(bound, std::set<std::string>{"gpuvpa/gpuvpa-node-agent"});
+}
+
 TEST(ManifestsTest, EveryMountedSecretIsMadeByMakeSecretsAndEveryConfigMapIsShipped) {
   testing::ScopedTempDir tmp;
   int rc = 0;
@@ -321,8 +404,11 @@ TEST(ManifestsTest, ConfigParsesWithTheComponentsOwnParsersAndEveryFlagIsKnown) 
   const std::map<std::string, std::string> binaries = {
       {"/usr/local/bin/gpuvpa-recommender", std::string(GPUVPA_BIN_DIR) + "/gpuvpa-recommender"},
       {"/usr/local/bin/gpuvpa-updater", std::string(GPUVPA_BIN_DIR) + "/gpuvpa-updater"},
-      {"/usr/local/bin/gpuvpa-scaler", std::string(GPUVPA_BIN_DIR) + "/gpuvpa-scaler"}};
-  for (const std::string& overlay : kOverlays) {
+      {"/usr/local/bin/gpuvpa-scaler", std::string(GPUVPA_BIN_DIR) + "/gpuvpa-scaler"},
+      {"/usr/local/bin/gpuvpa-node-agent", std::string(GPUVPA_BIN_DIR) + "/gpuvpa-node-agent"}};
+  std::vector<std::string> dirs = kOverlays;
+  dirs.push_back("node-agent");
+  for (const std::string& overlay : dirs) {
     for (const YAML::Node& doc : Docs(Kustomize(overlay))) {
       const std::string kind = doc["kind"].as<std::string>();
       if (kind == "ConfigMap" && doc["metadata"]["name"].as<std::string>() == "gpuvpa-config") {

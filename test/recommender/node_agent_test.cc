@@ -17,11 +17,11 @@
 #include <sstream>
 #include <thread>
 
-#include "proto/podresources.grpc.pb.h"
 #include "recommender/agent/cgroup_path.h"
 #include "recommender/agent/gpu_sampler.h"
 #include "recommender/agent/nvml_library.h"
 #include "recommender/agent/pod_resources.h"
+#include "test/support/fake_kubelet.h"
 #include "test/support/kube_test_cluster.h"
 #include "test/support/process.h"
 #include "test/support/sockets.h"
@@ -193,6 +193,37 @@ TEST_F(FakeNvmlTest, WithoutGpmThereIsNoSmFigureOnlyBusyTime) {
     EXPECT_FALSE(p.sm_active_ratio);
     EXPECT_EQ(p.method, "busy-time-only");
   }
+}
+
+// A driver that supports GPM but refuses this caller (NO_PERMISSION: GPM kept to admins) is not
+// an error on every pass: said once, and the device's figures are busy time from then on.
+TEST_F(FakeNvmlTest, AGpmRefusalFallsBackToBusyTimeOnceNotAnErrorEveryPass) {
+  ::setenv("FAKE_NVML_SYNTHETIC", "1x2", 1);
+  ::setenv("FAKE_NVML_FAIL", "nvmlGpmSampleGet=4", 1);
+  std::unique_ptr<nvml::Library> lib = Open();
+  ASSERT_NE(lib, nullptr);
+  GpuSampler sampler(*lib);
+  ASSERT_TRUE(sampler.Init().ok());
+  for (double t : {1.0, 1.5, 2.0}) {
+    Snapshot snap = sampler.Poll(t);
+    ASSERT_EQ(snap.devices.size(), 1u);
+    EXPECT_TRUE(snap.devices[0].status.ok()) << snap.devices[0].status.message();
+    EXPECT_FALSE(snap.devices[0].sm_active_ratio);
+    for (const ProcessReading& p : snap.devices[0].processes) {
+      EXPECT_FALSE(p.sm_active_ratio);
+      EXPECT_EQ(p.method, "busy-time-only");
+    }
+  }
+  // Another failure of the same call (an unknown error) stays an error of its pass.
+  ::setenv("FAKE_NVML_FAIL", "nvmlGpmSampleGet=999", 1);
+  std::unique_ptr<nvml::Library> other = Open();
+  ASSERT_NE(other, nullptr);
+  GpuSampler flaky(*other);
+  ASSERT_TRUE(flaky.Init().ok());
+  const Snapshot snap = flaky.Poll(1);
+  ASSERT_EQ(snap.devices.size(), 1u);
+  EXPECT_FALSE(snap.devices[0].status.ok());
+  EXPECT_NE(snap.devices[0].status.message().find("nvmlGpmSampleGet"), std::string::npos);
 }
 
 TEST_F(FakeNvmlTest, NoUtilizationSampleIsUnknownThenHeldThenIdleNeverAZeroAtOnce) {
@@ -462,48 +493,9 @@ TEST(NodeAgentBinaryTest, ServesMetricsPromtoolAcceptsAndTellsWhyItIsNotReady) {
 namespace gpuvpa::agent {
 namespace {
 
-class FakeKubelet final : public ::v1::PodResourcesLister::Service {
- public:
-  ::v1::ListPodResourcesResponse answer;  // set before serving, or through Replace()
-  void Replace(::v1::ListPodResourcesResponse next) {
-    std::lock_guard<std::mutex> lock(mu_);
-    answer = std::move(next);
-  }
-  grpc::Status List(grpc::ServerContext*, const ::v1::ListPodResourcesRequest*,
-                    ::v1::ListPodResourcesResponse* response) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    *response = answer;
-    return grpc::Status::OK;
-  }
-
- private:
-  std::mutex mu_;
-};
-
-std::unique_ptr<grpc::Server> ServeKubelet(FakeKubelet& kubelet, const std::string& socket) {
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
-  builder.RegisterService(&kubelet);
-  return builder.BuildAndStart();
-}
-
-void AddContainer(::v1::ListPodResourcesResponse& r, const std::string& ns, const std::string& pod,
-                  const std::string& container, const std::string& resource,
-                  std::vector<std::string> ids) {
-  ::v1::PodResources* p = nullptr;
-  for (auto& existing : *r.mutable_pod_resources())
-    if (existing.name() == pod && existing.namespace_() == ns) p = &existing;
-  if (p == nullptr) {
-    p = r.add_pod_resources();
-    p->set_name(pod);
-    p->set_namespace_(ns);
-  }
-  ::v1::ContainerResources* c = p->add_containers();
-  c->set_name(container);
-  ::v1::ContainerDevices* d = c->add_devices();
-  d->set_resource_name(resource);
-  for (const std::string& id : ids) d->add_device_ids(id);
-}
+using testing::AddContainer;
+using testing::FakeKubelet;
+using testing::ServeKubelet;
 
 TEST(PodResourcesTest, TheKubeletsListOverItsUnixSocketSaysWhoHoldsEachDevice) {
   testing::ScopedTempDir dir;
@@ -569,9 +561,9 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
   ::setenv("FAKE_NVML_DIR", kFixtures.c_str(), 1);
   const std::string gpu = "GPU-fa4e0000-0000-4000-8000-000000000000";  // the fake's device 0
   testing::KubeTestCluster cluster;
-  // The agent's RBAC: get and list pods, nothing else.
-  cluster.api().AddUser("agent-token", {"system:serviceaccount:gpuvpa:node-agent",
-                                        {{{"get", "list"}, {""}, {"pods"}, {}}}});
+  // The agent's RBAC as its DaemonSet binds it (get and list pods, nothing else).
+  cluster.api().AddUser("agent-token", testing::KubeTestCluster::UserFromManifests(
+                                           "gpuvpa-node-agent", "node-agent"));
   auto pod = [&](const std::string& name, const std::string& container, const std::string& node,
                  const std::string& id) {
     nlohmann::json p = testing::KubeTestCluster::Pod("ml-dev", name, name, container);
@@ -646,7 +638,7 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
     ++lists;
     EXPECT_NE(r.query.find("fieldSelector=spec.nodeName%3Dgpu-node-1"), std::string::npos)
         << r.query;
-    EXPECT_EQ(r.user, "system:serviceaccount:gpuvpa:node-agent");
+    EXPECT_EQ(r.user, "system:serviceaccount:gpuvpa:gpuvpa-node-agent");
     EXPECT_EQ(r.status, 200);
   }
   EXPECT_EQ(lists, 1);

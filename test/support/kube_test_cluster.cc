@@ -84,9 +84,10 @@ KubeUser BoundUser(const std::vector<YAML::Node>& docs, const std::string& ns,
 
 }  // namespace
 
-KubeUser KubeTestCluster::UserFromManifests(const std::string& service_account) {
+KubeUser KubeTestCluster::UserFromManifests(const std::string& service_account,
+                                            const std::string& dir) {
   const std::filesystem::path base =
-      std::filesystem::path(GPUVPA_SOURCE_DIR) / "deploy" / "kubernetes" / "base";
+      std::filesystem::path(GPUVPA_SOURCE_DIR) / "deploy" / "kubernetes" / dir;
   const std::string ns =
       YAML::LoadFile((base / "kustomization.yaml").string())["namespace"].as<std::string>();
   std::vector<YAML::Node> docs;

@@ -40,7 +40,9 @@ class KubeTestCluster {
   // (deploy/kubernetes/base) bind to it: ClusterRoles through ClusterRoleBindings, Roles through
   // RoleBindings in the base's namespace. The daemon tests run with these, so the manifests
   // grant what the code needs.
-  static KubeUser UserFromManifests(const std::string& service_account);
+  // `dir`: a kustomization under deploy/kubernetes whose files and namespace are read.
+  static KubeUser UserFromManifests(const std::string& service_account,
+                                    const std::string& dir = "base");
   // The same from rendered manifests (an overlay's `kubectl kustomize` output), whose objects
   // carry their namespace.
   static KubeUser UserFromRendered(const std::string& rendered_yaml,
