@@ -234,14 +234,14 @@ TEST(ManifestsTest, RbacGrantsNothingBeyondTheUpdatersList) {
 }
 
 // The node agent is the one pod with host access, and it has exactly what reading per-process
-// GPU figures needs: the host's PID namespace (NVML reports host pids), the kubelet's
-// pod-resources folder read-only, root for the kubelet's root-only socket but no capability,
-// GPU nodes only and off them while the GPU operator changes the MIG layout; RBAC: get and list
-// pods, bound to its own service account only.
+// GPU figures needs, in a namespace of its own (gpuvpa's stays restricted): the host's PID
+// namespace (NVML reports host pids), the kubelet's pod-resources folder read-only, root for the
+// kubelet's root-only socket but no capability, GPU nodes only and off them while the GPU operator
+// changes the MIG layout; RBAC: get and list pods, bound to its own service account only.
 TEST(ManifestsTest, TheNodeAgentHasTheHostAccessItNeedsAndNoMore) {
   int daemonsets = 0;
   std::set<Grant> granted;
-  std::set<std::string> bound;
+  std::set<std::string> bound, privileged_namespaces;
   for (const YAML::Node& doc : Docs(Kustomize("node-agent"))) {
     const std::string kind = doc["kind"].as<std::string>();
     if (kind == "ClusterRoleBinding" || kind == "RoleBinding")
@@ -254,8 +254,12 @@ TEST(ManifestsTest, TheNodeAgentHasTheHostAccessItNeedsAndNoMore) {
             for (const YAML::Node& v : rule["verbs"])
               granted.insert(
                   {g.as<std::string>(), r.as<std::string>(), v.as<std::string>(), kind == "Role"});
+    if (kind == "Namespace" &&
+        doc["metadata"]["labels"]["pod-security.kubernetes.io/enforce"].as<std::string>("") ==
+            "privileged")
+      privileged_namespaces.insert(doc["metadata"]["name"].as<std::string>());
     if (kind != "DaemonSet") {
-      EXPECT_TRUE(kind == "ServiceAccount" || kind == "ClusterRole" ||
+      EXPECT_TRUE(kind == "Namespace" || kind == "ServiceAccount" || kind == "ClusterRole" ||
                   kind == "ClusterRoleBinding" || kind == "NetworkPolicy")
           << kind;
       continue;
@@ -312,7 +316,9 @@ TEST(ManifestsTest, TheNodeAgentHasTheHostAccessItNeedsAndNoMore) {
   }
   EXPECT_EQ(daemonsets, 1);
   EXPECT_EQ(granted, (std::set<Grant>{{"", "pods", "get", false}, {"", "pods", "list", false}}));
-  EXPECT_EQ(bound, std::set<std::string>{"gpuvpa/gpuvpa-node-agent"});
+  EXPECT_EQ(bound, std::set<std::string>{"gpuvpa-node-agent/gpuvpa-node-agent"});
+  EXPECT_EQ(privileged_namespaces, std::set<std::string>{"gpuvpa-node-agent"})
+      << "hostPID and hostPath need Pod Security's privileged level: a namespace of its own";
 }
 
 TEST(ManifestsTest, EveryMountedSecretIsMadeByMakeSecretsAndEveryConfigMapIsShipped) {

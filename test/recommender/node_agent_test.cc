@@ -638,7 +638,7 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
     ++lists;
     EXPECT_NE(r.query.find("fieldSelector=spec.nodeName%3Dgpu-node-1"), std::string::npos)
         << r.query;
-    EXPECT_EQ(r.user, "system:serviceaccount:gpuvpa:gpuvpa-node-agent");
+    EXPECT_EQ(r.user, "system:serviceaccount:gpuvpa-node-agent:gpuvpa-node-agent");
     EXPECT_EQ(r.status, 200);
   }
   EXPECT_EQ(lists, 1);
