@@ -289,13 +289,13 @@ class ManifestRun {
     return all;
   }
   testing::KubeTestCluster& cluster() { return cluster_; }
-  // A file of a Secret make-secrets.sh made ("" when there is none).
   // The node the pods run on (spec.nodeName).
   void SetNode(const std::string& node) { node_ = node; }
   // What a hostPath volume of `path` mounts (a folder the test made).
   void ProvideHostPath(const std::string& path, const std::string& folder) {
     host_paths_[path] = folder;
   }
+  // A file of a Secret make-secrets.sh made ("" when there is none).
   std::string SecretFile(const std::string& secret, const std::string& key) const {
     auto it = secrets_.find(secret);
     if (it == secrets_.end() || !it->second.count(key)) return "";

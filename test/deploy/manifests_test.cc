@@ -178,6 +178,17 @@ TEST(ManifestsTest, NoContainerRunsAsRootOrWithPrivileges) {
 // (apiGroup, resource, verb, namespace-scoped?) as the issue lists them.
 using Grant = std::tuple<std::string, std::string, std::string, bool>;
 
+// Every (group, resource, verb) a Role or ClusterRole grants.
+void AddGrants(const YAML::Node& role, std::set<Grant>* granted) {
+  const bool namespaced = role["kind"].as<std::string>() == "Role";
+  for (const YAML::Node& rule : role["rules"])
+    for (const YAML::Node& g : rule["apiGroups"])
+      for (const YAML::Node& r : rule["resources"])
+        for (const YAML::Node& v : rule["verbs"])
+          granted->insert(
+              {g.as<std::string>(), r.as<std::string>(), v.as<std::string>(), namespaced});
+}
+
 TEST(ManifestsTest, RbacGrantsNothingBeyondTheUpdatersList) {
   const std::set<Grant> allowed = [] {
     std::set<Grant> g;
@@ -212,12 +223,8 @@ TEST(ManifestsTest, RbacGrantsNothingBeyondTheUpdatersList) {
       for (const YAML::Node& rule : doc["rules"]) {
         EXPECT_FALSE(rule["nonResourceURLs"]) << YAML::Dump(rule);
         EXPECT_FALSE(rule["resourceNames"] && kind == "ClusterRole") << YAML::Dump(rule);
-        for (const YAML::Node& g : rule["apiGroups"])
-          for (const YAML::Node& r : rule["resources"])
-            for (const YAML::Node& v : rule["verbs"])
-              granted.insert(
-                  {g.as<std::string>(), r.as<std::string>(), v.as<std::string>(), kind == "Role"});
       }
+      AddGrants(doc, &granted);
     }
     for (const Grant& g : granted)
       EXPECT_TRUE(expected.count(g))
@@ -247,13 +254,7 @@ TEST(ManifestsTest, TheNodeAgentHasTheHostAccessItNeedsAndNoMore) {
     if (kind == "ClusterRoleBinding" || kind == "RoleBinding")
       for (const YAML::Node& sub : doc["subjects"])
         bound.insert(sub["namespace"].as<std::string>() + "/" + sub["name"].as<std::string>());
-    if (kind == "ClusterRole" || kind == "Role")
-      for (const YAML::Node& rule : doc["rules"])
-        for (const YAML::Node& g : rule["apiGroups"])
-          for (const YAML::Node& r : rule["resources"])
-            for (const YAML::Node& v : rule["verbs"])
-              granted.insert(
-                  {g.as<std::string>(), r.as<std::string>(), v.as<std::string>(), kind == "Role"});
+    if (kind == "ClusterRole" || kind == "Role") AddGrants(doc, &granted);
     if (kind == "Namespace" &&
         doc["metadata"]["labels"]["pod-security.kubernetes.io/enforce"].as<std::string>("") ==
             "privileged")
