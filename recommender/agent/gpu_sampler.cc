@@ -46,6 +46,10 @@ Status GpuSampler::Init() {
       return UnavailableError(
           lib_.Error("nvmlDeviceGetUUID(" + std::to_string(i) + ")", rc).message());
     d.uuid = uuid;
+    // The product name names the model for the recommender (dcgm-exporter's modelName).
+    char name[nvml::kNameBufferSize] = {};
+    if (fn.DeviceGetName != nullptr && fn.DeviceGetName(d.handle, name, sizeof name) == nvml::kSuccess)
+      d.name = name;
     if (fn.GpmQueryDeviceSupport != nullptr) {
       nvmlGpmSupport_t support{};
       support.version = nvml::kGpmSupportVersion;
@@ -72,6 +76,7 @@ Snapshot GpuSampler::Poll(double now_s) {
 void GpuSampler::ReadDevice(Device& d, double now_s, DeviceReading& out) {
   const nvml::Functions& fn = lib_.fn();
   out.uuid = d.uuid;
+  out.name = d.name;
   auto note = [&](Status s) {
     if (out.status.ok()) out.status = std::move(s);
   };

@@ -66,6 +66,7 @@ struct ProcessReading {
 struct DeviceReading {
   unsigned int index = 0;
   std::string uuid;
+  std::string name;  // the product name (nvmlDeviceGetName), "" when the library has none
   double memory_used_bytes = 0, memory_total_bytes = 0;
   double busy_ratio = 0;                  // util.gpu / 100
   std::optional<double> sm_active_ratio;  // GPM SM_UTIL / 100, when supported
@@ -103,7 +104,7 @@ class GpuSampler {
   };
   struct Device {
     nvmlDevice_t handle = nullptr;
-    std::string uuid;
+    std::string uuid, name;
     bool gpm = false;
     nvmlGpmSample_t gpm_samples[2] = {nullptr, nullptr};
     int gpm_newest = -1;  // index of the newest sample taken, -1 none

@@ -221,7 +221,11 @@ void NodeAgent::Publish(const Snapshot& snap, const std::vector<std::vector<Owne
   const bool by_pid = options_.label_by == LabelBy::kPid;
   for (size_t i = 0; i < snap.devices.size(); ++i) {
     const DeviceReading& d = snap.devices[i];
-    const std::map<std::string, std::string> dev = {{"gpu_uuid", d.uuid}, {"gpu_instance", ""}};
+    std::map<std::string, std::string> dev = {{"gpu_uuid", d.uuid},
+                                              {"gpu_instance", ""},
+                                              {"gpu", std::to_string(d.index)}};
+    if (!d.name.empty()) dev["model_name"] = d.name;
+    if (!options_.node_name.empty()) dev["node"] = options_.node_name;
     set(kDeviceMemory, dev, d.memory_used_bytes);
     set(kDeviceBusy, dev, d.busy_ratio);
     if (d.sm_active_ratio) set(kDeviceSm, dev, *d.sm_active_ratio);
@@ -259,10 +263,12 @@ void NodeAgent::Publish(const Snapshot& snap, const std::vector<std::vector<Owne
     if (!options_.pod_resources_socket.empty()) set(kDeviceUnallocated, dev, unallocated);
     for (const auto& [key, s] : sums) {
       const auto& [o, instance, method] = key;
-      std::map<std::string, std::string> labels = {
-          {"namespace", o.ns},        {"pod", o.pod},
-          {"container", o.container}, {"gpu_uuid", d.uuid},
-          {"gpu_instance", instance}, {"method", method.empty() ? "none" : method}};
+      std::map<std::string, std::string> labels = dev;
+      labels["gpu_instance"] = instance;
+      labels["namespace"] = o.ns;
+      labels["pod"] = o.pod;
+      labels["container"] = o.container;
+      labels["method"] = method.empty() ? "none" : method;
       if (by_pid) {
         labels["pid"] = o.pid;
       } else {

@@ -11,8 +11,9 @@
 // gpuvpa_gpu_unallocated_processes and logged once: its readings would charge nobody, or the
 // wrong team. Processes of one container on one device add up.
 //
-// Series (gauges; labels namespace, pod, container, gpu_uuid, gpu_instance, method, and the
-// owner's pid, or pod_uid and container_id):
+// Series (gauges; labels node, gpu, model_name, gpu_uuid, gpu_instance on every device and
+// container series; namespace, pod, container, method, and the owner's pid, or pod_uid and
+// container_id on the container series):
 //   gpuvpa_container_gpu_memory_used_bytes, gpuvpa_container_gpu_busy_ratio (NVML smUtil:
 //   busy time), gpuvpa_container_gpu_sm_active_ratio (share of the device's SMs, see
 //   gpu_sampler.h for the methods) with _lower_ratio / _upper_ratio (the bounds the data
@@ -52,6 +53,11 @@ struct NodeAgentOptions {
   double interval_s = 0.5;  // NVML keeps ~1 s of process samples: poll well inside it
   LabelBy label_by = LabelBy::kCgroup;
   std::string proc_root = "/proc";
+  // This node's name: the `node` label of every device and container series (with `gpu`, the
+  // device's NVML index, and `model_name`, its product name: what dcgm-exporter calls Hostname,
+  // gpu and modelName, in the snake_case promtool asks for), so that the recommender can join both
+  // sources on one device. Empty: no node label.
+  std::string node_name;
   // The kubelet's pod-resources socket; empty: not asked.
   std::string pod_resources_socket;
   double pod_resources_refresh_s = 10;

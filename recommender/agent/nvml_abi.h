@@ -88,6 +88,7 @@ inline constexpr unsigned int kGpmMetricsGetVersion = 1;
 inline constexpr unsigned int kGpmSmUtil = 2;
 inline constexpr unsigned int kGpmSmOccupancy = 3;
 inline constexpr unsigned int kUuidBufferSize = 96;
+inline constexpr unsigned int kNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 inline constexpr unsigned int kNoGpuInstance = 0xFFFFFFFFu;
 
 }  // namespace gpuvpa::nvml

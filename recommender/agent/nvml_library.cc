@@ -78,6 +78,7 @@ Result<std::unique_ptr<Library>> Library::Open(const std::string& path) {
                               " (driver too old for this agent)");
     }
   }
+  Resolve(handle, "nvmlDeviceGetName", fn.DeviceGetName);
   Resolve(handle, "nvmlGpmQueryDeviceSupport", fn.GpmQueryDeviceSupport);
   Resolve(handle, "nvmlGpmSampleAlloc", fn.GpmSampleAlloc);
   Resolve(handle, "nvmlGpmSampleFree", fn.GpmSampleFree);

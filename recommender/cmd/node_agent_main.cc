@@ -44,8 +44,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app->add_option("--proc-root", options.proc_root,
                   "the host's /proc (the pod needs hostPID: true)");
   app->add_option("--node-name", node_name,
-                  "this node, whose pods name the processes (default: $NODE_NAME, set from "
-                  "spec.nodeName by the DaemonSet)");
+                  "this node, whose pods name the processes and whose name is the Hostname "
+                  "label of every series (default: $NODE_NAME, set from spec.nodeName by the "
+                  "DaemonSet)");
   app->add_option("--kubeconfig", kubeconfig,
                   "kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)");
   app->add_option("--context", context, "kubeconfig context (default: current-context)");
@@ -56,6 +57,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app->add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   if (std::optional<int> done = ParseCommandLine(*app, args, out, err)) return *done;
   options.label_by = label_by == "pid" ? LabelBy::kPid : LabelBy::kCgroup;
+  options.node_name = node_name;
   const sigset_t stop = BlockStopSignals();
   if (Status s = ConfigureLogging(log_level); !s.ok()) {
     err << "gpuvpa-node-agent: --log-level: " << s.message() << "\n";

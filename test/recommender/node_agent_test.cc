@@ -417,7 +417,7 @@ TEST_F(FakeNvmlTest, ProcessesAreLabelledByTheirPodsCgroup) {
                       "\""),
             std::string::npos)
       << page;
-  EXPECT_NE(page.find("gpuvpa_gpu_sm_active_ratio{gpu_instance=\"\",gpu_uuid=\"GPU-"),
+  EXPECT_NE(page.find("gpuvpa_gpu_sm_active_ratio{gpu=\"0\",gpu_instance=\"\",gpu_uuid=\"GPU-"),
             std::string::npos);
 }
 
@@ -602,6 +602,7 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
     options.proc_root = proc.dir().string();
     options.pod_resources_socket = proc.Path("kubelet.sock");
     options.pod_resources_refresh_s = 0;  // every pass
+    options.node_name = "gpu-node-1";
     auto agent = std::make_unique<NodeAgent>(
         options, std::make_unique<PodDirectory>(std::move(*client), "gpu-node-1"));
     EXPECT_TRUE(agent->Start().ok());
@@ -618,8 +619,9 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
   EXPECT_NE(
       page.find(
           memory + "container=\"trainer\",container_id=\"" + id_a +
-          "\",gpu_instance=\"\",gpu_uuid=\"" + gpu +
-          "\",method=\"busy-proportional\",namespace=\"ml-dev\",pod=\"trainer-0\",pod_uid=\"" +
+          "\",gpu=\"0\",gpu_instance=\"\",gpu_uuid=\"" + gpu +
+          "\",method=\"busy-proportional\",model_name=\"NVIDIA H200\",namespace=\"ml-dev\","
+          "node=\"gpu-node-1\",pod=\"trainer-0\",pod_uid=\"" +
           uid_a + "\"}"),
       std::string::npos)
       << page;
@@ -627,7 +629,9 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
       << "named by the pod-resources table\n"
       << page;
   EXPECT_NE(
-      page.find("gpuvpa_gpu_unallocated_processes{gpu_instance=\"\",gpu_uuid=\"" + gpu + "\"} 0"),
+      page.find("gpuvpa_gpu_unallocated_processes{gpu=\"0\","
+                "gpu_instance=\"\",gpu_uuid=\"" +
+                gpu + "\",model_name=\"NVIDIA H200\",node=\"gpu-node-1\"} 0"),
       std::string::npos)
       << page;
   EXPECT_NE(page.find("gpuvpa_node_agent_unresolved_processes 0"), std::string::npos) << page;
@@ -653,7 +657,9 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
   std::unique_ptr<NodeAgent> again = run("agent-token", 1);
   page = again->HandleHttp("/metrics").body;
   EXPECT_NE(
-      page.find("gpuvpa_gpu_unallocated_processes{gpu_instance=\"\",gpu_uuid=\"" + gpu + "\"} 1"),
+      page.find("gpuvpa_gpu_unallocated_processes{gpu=\"0\","
+                "gpu_instance=\"\",gpu_uuid=\"" +
+                gpu + "\",model_name=\"NVIDIA H200\",node=\"gpu-node-1\"} 1"),
       std::string::npos)
       << page;
   EXPECT_NE(page.find("container=\"trainer\",container_id=\"" + id_a), std::string::npos)
@@ -666,7 +672,7 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
   std::unique_ptr<NodeAgent> blind = run("other-token", 1);
   page = blind->HandleHttp("/metrics").body;
   EXPECT_NE(page.find("gpuvpa_node_agent_unresolved_processes 2"), std::string::npos) << page;
-  EXPECT_NE(page.find("namespace=\"\",pod=\"\",pod_uid=\"" + uid_a + "\""), std::string::npos)
+  EXPECT_NE(page.find("namespace=\"\",node=\"gpu-node-1\",pod=\"\",pod_uid=\"" + uid_a + "\""), std::string::npos)
       << page;
   server->Shutdown();
 }

@@ -7,6 +7,7 @@
 //   FAKE_NVML_SPEED=<x>     replay seconds per wall second (default 1)
 //   FAKE_NVML_FAIL=f=c,...  function f returns code c (e.g. nvmlDeviceGetMemoryInfo=15)
 //   FAKE_NVML_NO_GPM=1      GPM not supported
+//   FAKE_NVML_NAME=<name>   the product name (default "NVIDIA H200", the recording's)
 // Tests may pin the clock: fakeNvmlSetTime(t) (resolved with dlsym) stops the wall clock.
 #include <algorithm>
 #include <chrono>
@@ -210,6 +211,16 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice
   FAKE_GUARD("nvmlDeviceGetUUID");
   if (!ValidDevice(d)) return nv::kInvalidArgument;
   std::snprintf(uuid, length, "GPU-fa4e0000-0000-4000-8000-%012d", d->index);
+  return nv::kSuccess;
+}
+
+// FAKE_NVML_NAME overrides the recorded GPU's product name.
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* name,
+                                                                      unsigned int length) {
+  FAKE_GUARD("nvmlDeviceGetName");
+  if (!ValidDevice(d)) return nv::kInvalidArgument;
+  const char* override_name = std::getenv("FAKE_NVML_NAME");
+  std::snprintf(name, length, "%s", override_name != nullptr ? override_name : "NVIDIA H200");
   return nv::kSuccess;
 }
 
