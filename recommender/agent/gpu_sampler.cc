@@ -48,7 +48,8 @@ Status GpuSampler::Init() {
     d.uuid = uuid;
     // The product name names the model for the recommender (dcgm-exporter's modelName).
     char name[nvml::kNameBufferSize] = {};
-    if (fn.DeviceGetName != nullptr && fn.DeviceGetName(d.handle, name, sizeof name) == nvml::kSuccess)
+    if (fn.DeviceGetName != nullptr &&
+        fn.DeviceGetName(d.handle, name, sizeof name) == nvml::kSuccess)
       d.name = name;
     if (fn.GpmQueryDeviceSupport != nullptr) {
       nvmlGpmSupport_t support{};

@@ -221,9 +221,8 @@ void NodeAgent::Publish(const Snapshot& snap, const std::vector<std::vector<Owne
   const bool by_pid = options_.label_by == LabelBy::kPid;
   for (size_t i = 0; i < snap.devices.size(); ++i) {
     const DeviceReading& d = snap.devices[i];
-    std::map<std::string, std::string> dev = {{"gpu_uuid", d.uuid},
-                                              {"gpu_instance", ""},
-                                              {"gpu", std::to_string(d.index)}};
+    std::map<std::string, std::string> dev = {
+        {"gpu_uuid", d.uuid}, {"gpu_instance", ""}, {"gpu", std::to_string(d.index)}};
     if (!d.name.empty()) dev["model_name"] = d.name;
     if (!options_.node_name.empty()) dev["node"] = options_.node_name;
     set(kDeviceMemory, dev, d.memory_used_bytes);

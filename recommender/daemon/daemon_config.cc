@@ -66,6 +66,23 @@ Status ParseDcgmNames(const YAML::Node& n, const YamlField& f, DcgmNames& d) {
   return OkStatus();
 }
 
+// gpuvpa-node-agent's series as a source: `node_agent: {enabled: true}` (and names, when a
+// cluster relabels them).
+Status ParseNodeAgentNames(const YAML::Node& n, const YamlField& f, NodeAgentNames& a) {
+  GPUVPA_RETURN_IF_ERROR(f.CheckKeys(n, {"enabled", "memory_bytes_metric", "busy_ratio_metric",
+                                         "sm_active_ratio_metric", "node_label", "own_namespace"}));
+  GPUVPA_RETURN_IF_ERROR(ReadYamlBool(n, f, "enabled", a.enabled));
+  for (auto [key, value] :
+       {std::pair{"memory_bytes_metric", &a.memory_bytes},
+        std::pair{"busy_ratio_metric", &a.busy_ratio},
+        std::pair{"sm_active_ratio_metric", &a.sm_active_ratio},
+        std::pair{"node_label", &a.node_label}, std::pair{"own_namespace", &a.own_namespace}}) {
+    GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, f, key, *value));
+    if (value->empty()) return f[key].Error("must not be empty");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<DaemonConfig> ParseDaemonConfig(std::string_view yaml, std::string_view file) {
@@ -79,7 +96,7 @@ Result<DaemonConfig> ParseDaemonConfig(std::string_view yaml, std::string_view f
         n, {"prometheus", "history_days", "poll_interval_seconds", "checkpoint",
             "checkpoint_interval_seconds", "min_history_hours", "shared_gpu_replicas",
             "listen_http", "listen_grpc", "tls_cert_file", "tls_key_file", "client_ca_file",
-            "shard", "dcgm", "unready_after_failed_polls"}));
+            "shard", "dcgm", "node_agent", "unready_after_failed_polls"}));
     if (!n["prometheus"]) return root["prometheus"].Error("is required");
     GPUVPA_RETURN_IF_ERROR(ParsePrometheus(n["prometheus"], root["prometheus"], c.prometheus));
     double days = c.history_s / 86400, hours = c.min_history_s / 3600;
@@ -101,6 +118,9 @@ Result<DaemonConfig> ParseDaemonConfig(std::string_view yaml, std::string_view f
     GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, root, "client_ca_file", c.client_ca_file));
     if (const YAML::Node dcgm = n["dcgm"])
       GPUVPA_RETURN_IF_ERROR(ParseDcgmNames(dcgm, root["dcgm"], c.prometheus.dcgm));
+    if (const YAML::Node agent = n["node_agent"])
+      GPUVPA_RETURN_IF_ERROR(
+          ParseNodeAgentNames(agent, root["node_agent"], c.prometheus.dcgm.node_agent));
     if (const YAML::Node shard = n["shard"]) {
       GPUVPA_RETURN_IF_ERROR(root["shard"].CheckKeys(shard, {"index", "count"}));
       GPUVPA_RETURN_IF_ERROR(ReadYamlInt(shard, root["shard"], "count", 1, 1024, c.shard_count));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <unordered_map>
 
@@ -18,7 +19,13 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kDcgmNoValue = 9223372036854775792.0;
 constexpr size_t kMaxIssues = 20;
 
-enum MetricKind { kVramKind = kSmSourceCount, kOtherKind };
+enum MetricKind {
+  kVramKind = kSmSourceCount,
+  kAgentVramKind,  // the node agent's per-container series (bytes, ratios)
+  kAgentBusyKind,
+  kAgentSmKind,
+  kOtherKind
+};
 
 bool In(const std::vector<std::string>& names, const std::string& metric) {
   return std::find(names.begin(), names.end(), metric) != names.end();
@@ -50,10 +57,23 @@ int KindOf(const DcgmNames& names, const std::string& metric) {
   if (In(names.sm_active, metric)) return kSmActive;
   if (In(names.gr_engine_active, metric)) return kGrEngineActive;
   if (In(names.gpu_util_percent, metric)) return kGpuUtil;
+  if (const NodeAgentNames& a = names.node_agent; a.enabled) {
+    if (metric == a.memory_bytes) return kAgentVramKind;
+    if (metric == a.busy_ratio) return kAgentBusyKind;
+    if (metric == a.sm_active_ratio) return kAgentSmKind;
+  }
   return kOtherKind;
 }
 
 int64_t TimeKey(double time_s) { return std::llround(time_s * 1000); }
+
+// The basis of the node agent's SM figure by its `method` label (gpu_sampler.h).
+std::optional<SmBasis> AgentMethodBasis(std::string_view method) {
+  if (method == "alone") return SmBasis::kMeasured;
+  if (method == "solo-calibrated") return SmBasis::kSmActiveSoloCalibrated;
+  if (method == "busy-proportional") return SmBasis::kSmActiveByBusyShare;
+  return std::nullopt;
+}
 
 // The value of `series` at `time_s` (same millisecond), walking forward from `cursor`.
 std::optional<double> ValueAt(const LabeledSeries& series, double time_s, size_t& cursor) {
@@ -105,6 +125,12 @@ struct DcgmIngester::Entry {
   std::string ns, pod, container;
   const LabeledSeries* vram = nullptr;
   std::array<const LabeledSeries*, kSmSourceCount> sm{};
+  // The node agent's: vram (MiB), sm[kSmActive] (the container's share of the device) and
+  // sm[kGpuUtil] (busy time, percent), merged from its series (see MergeAgentSeries); the basis
+  // of each SM point.
+  bool agent = false;
+  std::array<std::vector<const LabeledSeries*>, 3> agent_parts;  // memory, busy, SM
+  std::vector<SmBasis> agent_sm_basis;
 
   std::string ContainerKey() const { return ns + '/' + pod + '/' + container; }
   // How issues name it.
@@ -131,6 +157,18 @@ struct DcgmIngester::DeviceLoad {
   std::unordered_map<std::string, std::unordered_map<int64_t, double>> busy_sum_at;
   // Device-level SM series without pod labels, by device and source (SM active, GR engine).
   std::unordered_map<std::string, std::array<const LabeledSeries*, 2>> device_sm;
+  // Times at which the node agent reports a container on a device (GPU UUID): DCGM's points of
+  // that container and device at those times are superseded.
+  std::unordered_map<std::string, std::unordered_set<int64_t>> agent_times;
+  // The node agent's merged series (Entry points into them).
+  std::deque<LabeledSeries> merged;
+
+  static std::string AgentKey(const Entry& e) { return e.uuid + '\x1f' + e.ContainerKey(); }
+  bool Superseded(const Entry& e, double time_s) const {
+    if (e.agent || agent_times.empty()) return false;
+    const auto it = agent_times.find(AgentKey(e));
+    return it != agent_times.end() && it->second.contains(TimeKey(time_s));
+  }
 };
 
 struct DcgmIngester::Pending {
@@ -148,13 +186,27 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
   // 2. Usage series by device and pod.
   DeviceLoad load;
   const std::map<std::string, Entry> entries = GroupByDevice(batch, load, report);
+  // The node agent's series win over DCGM's for the containers, devices and times it reports.
+  for (const auto& [key, e] : entries)
+    if (e.agent && e.vram != nullptr && !e.uuid.empty()) {
+      auto& times = load.agent_times[DeviceLoad::AgentKey(e)];
+      for (const MetricPoint& p : e.vram->points) times.insert(TimeKey(p.time_s));
+    }
   // 3. How many pods report each device at each time; which devices have per-pod readings.
+  std::unordered_set<std::string> counted;  // a container on a device is one of its pods
   for (const auto& [key, e] : entries) {
     if (e.vram == nullptr) continue;
-    ++load.devices_of_container[e.ContainerKey()];
+    if (counted.insert(e.device_key + '\x1f' + e.ContainerKey()).second)
+      ++load.devices_of_container[e.ContainerKey()];
     auto& counts = load.pods_at[e.device_key];
     int& most = load.max_pods[e.device_key];
-    for (const MetricPoint& p : e.vram->points) most = std::max(most, ++counts[TimeKey(p.time_s)]);
+    for (const MetricPoint& p : e.vram->points) {
+      if (load.Superseded(e, p.time_s)) {
+        ++report.superseded_by_agent;
+        continue;
+      }
+      most = std::max(most, ++counts[TimeKey(p.time_s)]);
+    }
   }
   MarkPerProcessDevices(entries, load);
   // 4. Each admitted series' samples, collected; then 5. ingested in time order.
@@ -174,29 +226,33 @@ DcgmIngestReport DcgmIngester::Ingest(std::span<const LabeledSeries> batch) {
 void DcgmIngester::MarkPerProcessDevices(const std::map<std::string, Entry>& entries,
                                          DeviceLoad& load) {
   std::unordered_map<std::string, std::unordered_map<int64_t, double>> first_vram, first_busy;
-  auto differs = [](std::unordered_map<int64_t, double>& first, const LabeledSeries& series) {
+  auto differs = [&load](std::unordered_map<int64_t, double>& first, const Entry& e,
+                         const LabeledSeries& series) {
     bool found = false;
     for (const MetricPoint& p : series.points) {
-      if (!(p.value < kDcgmNoValue)) continue;
+      if (!(p.value < kDcgmNoValue) || load.Superseded(e, p.time_s)) continue;
       const auto [it, added] = first.try_emplace(TimeKey(p.time_s), p.value);
       found |= !added && std::abs(it->second - p.value) > 1e-9 * std::max(1.0, p.value);
     }
     return found;
   };
   for (const auto& [key, e] : entries) {
-    if (e.vram == nullptr || load.max_pods[e.device_key] < 2) continue;
-    bool per_pod = differs(first_vram[e.device_key], *e.vram);
+    // The agent's readings are per process by nature (CollectSamples): not a DCGM device's.
+    if (e.agent || e.vram == nullptr || load.max_pods[e.device_key] < 2) continue;
+    bool per_pod = differs(first_vram[e.device_key], e, *e.vram);
     if (const LabeledSeries* busy = e.sm[kGpuUtil]; busy != nullptr)
-      per_pod |= differs(first_busy[e.device_key], *busy);
+      per_pod |= differs(first_busy[e.device_key], e, *busy);
     if (per_pod) per_process_devices_.insert(e.device_key);
   }
   for (const auto& [key, e] : entries) {
     const LabeledSeries* busy = e.sm[kGpuUtil];
-    if (e.vram == nullptr || busy == nullptr || !per_process_devices_.contains(e.device_key))
+    if (e.agent || e.vram == nullptr || busy == nullptr ||
+        !per_process_devices_.contains(e.device_key))
       continue;
     auto& sum = load.busy_sum_at[e.device_key];
     for (const MetricPoint& p : busy->points)
-      if (p.value >= 0 && p.value <= 100) sum[TimeKey(p.time_s)] += p.value / 100;
+      if (p.value >= 0 && p.value <= 100 && !load.Superseded(e, p.time_s))
+        sum[TimeKey(p.time_s)] += p.value / 100;
   }
 }
 
@@ -217,6 +273,10 @@ std::map<std::string, DcgmIngester::Entry> DcgmIngester::GroupByDevice(
       container = i < names.container_labels.size() ? s.Label(names.container_labels[i]) : "";
       if (In(names.exporter_containers, std::string(container))) pod = {};
       break;
+    }
+    if (kind >= kAgentVramKind) {
+      AddAgentSeries(s, kind, ns, pod, container, entries, report);
+      continue;
     }
     const bool has_pod = !pod.empty() && !ns.empty() && !container.empty();
     // Without a pod only a device's SM activity counts (for per-pod busy shares).
@@ -255,7 +315,93 @@ std::map<std::string, DcgmIngester::Entry> DcgmIngester::GroupByDevice(
       slot.sm[static_cast<size_t>(kind)] = &s;
     if (slot.model.empty()) slot.model = s.Label(names.model_label);
   }
+  for (auto& [key, e] : entries)
+    if (e.agent) MergeAgentSeries(e, load.merged, report);
   return entries;
+}
+
+void DcgmIngester::AddAgentSeries(const LabeledSeries& s, int kind, std::string_view ns,
+                                  std::string_view pod, std::string_view container,
+                                  std::map<std::string, Entry>& entries,
+                                  DcgmIngestReport& report) const {
+  const NodeAgentNames& a = options_.names.node_agent;
+  // The agent's own namespace: the scrape's target labels of a process it could not name.
+  if (pod.empty() || ns.empty() || container.empty() || ns == a.own_namespace) {
+    if (kind == kAgentVramKind) report.no_pod += s.points.size();
+    return;
+  }
+  if (!s.Label(a.instance_label).empty()) {
+    if (kind == kAgentVramKind) ++report.agent_mig_series;
+    return;
+  }
+  Entry e;
+  e.agent = true;
+  e.host = s.Label(a.node_label);
+  e.uuid = s.Label(a.uuid_label);
+  e.model = s.Label(a.model_label);
+  if (!ParseIndex(s.Label(a.gpu_label), e.device)) e.device = 0;
+  e.device_key = e.host + "|" + e.uuid + "|" + std::to_string(e.device);
+  e.ns = ns;
+  e.pod = pod;
+  e.container = container;
+  std::string key = e.device_key + '\x1f' + e.ContainerKey() + "\x1f" + "agent";
+  Entry& slot = entries.try_emplace(std::move(key), std::move(e)).first->second;
+  slot.agent_parts[static_cast<size_t>(kind - kAgentVramKind)].push_back(&s);
+  if (slot.model.empty()) slot.model = s.Label(a.model_label);
+}
+
+// The agent writes a container's figures per method (and a container's method changes as its
+// coverage is learned): each kind's series are summed at each time, into the units of DCGM's
+// (MiB, busy percent, SM ratio), with the weakest method of each SM point as its basis.
+void DcgmIngester::MergeAgentSeries(Entry& e, std::deque<LabeledSeries>& merged,
+                                    DcgmIngestReport& report) const {
+  const NodeAgentNames& a = options_.names.node_agent;
+  struct Sum {
+    double time_s = 0, value = 0;
+    int parts = 0;
+    SmBasis basis = SmBasis::kMeasured;
+  };
+  constexpr std::array<double, 3> kScale = {1 / kMiB, 100, 1};
+  constexpr std::array<double, 3> kCap = {1e300, 100, 1};  // the agent's own caps per container
+  for (size_t part = 0; part < 3; ++part) {
+    std::map<int64_t, Sum> sums;
+    for (const LabeledSeries* s : e.agent_parts[part]) {
+      SmBasis basis = SmBasis::kMeasured;
+      if (part == 2) {
+        const std::string_view method = s->Label(a.method_label);
+        const std::optional<SmBasis> known = AgentMethodBasis(method);
+        if (!known) {
+          AddIssue(report, e.Who() + ": node agent " + a.method_label + " \"" +
+                               std::string(method) +
+                               "\" is not alone, solo-calibrated or busy-proportional: its SM "
+                               "figures are not used (its busy time is)");
+          continue;
+        }
+        basis = *known;
+      }
+      for (const MetricPoint& p : s->points) {
+        Sum& sum = sums[TimeKey(p.time_s)];
+        sum.time_s = p.time_s;
+        sum.value += p.value * kScale[part];
+        sum.basis = WeakerSmBasis(sum.basis, basis);
+        ++sum.parts;
+      }
+    }
+    if (sums.empty()) continue;
+    LabeledSeries& out = merged.emplace_back();
+    out.metric = e.agent_parts[part].front()->metric;
+    out.points.reserve(sums.size());
+    for (const auto& [time, sum] : sums) {
+      // One series' value as sent (out of range is refused later); several add up to the cap.
+      out.points.push_back(
+          {sum.time_s, sum.parts > 1 ? std::min(kCap[part], sum.value) : sum.value});
+      if (part == 2) e.agent_sm_basis.push_back(sum.basis);
+    }
+    if (part == 0)
+      e.vram = &out;
+    else
+      e.sm[part == 1 ? kGpuUtil : kSmActive] = &out;
+  }
 }
 
 std::optional<std::pair<uint32_t, uint32_t>> DcgmIngester::Admit(const Entry& e,
@@ -344,12 +490,16 @@ void DcgmIngester::CollectSamples(const Entry& e, uint32_t row, uint32_t series,
   const auto pods_it = load.pods_at.find(e.device_key);
   const auto& pods_at = pods_it == load.pods_at.end() ? kNone : pods_it->second;
   // Per-pod readings: VRAM as read, SM from the pod's busy time (and the device's activity).
-  const bool per_process = per_process_devices_.contains(e.device_key);
+  const bool per_process = e.agent || per_process_devices_.contains(e.device_key);
   const LabeledSeries* busy = nullptr;    // per-pod busy time (percent)
   const LabeledSeries* device = nullptr;  // the device's SM activity (ratio)
   SmBasis device_basis = SmBasis::kMeasured;
   int source = e.SmSourceUsed();
-  if (per_process) {
+  if (e.agent) {
+    busy = e.sm[kGpuUtil];
+    device = e.sm[kSmActive];  // the container's own share of the device's SM activity
+    source = device != nullptr ? kSmActive : busy != nullptr ? kGpuUtil : kSmSourceCount;
+  } else if (per_process) {
     busy = e.sm[kGpuUtil] != nullptr && !e.sm[kGpuUtil]->points.empty() ? e.sm[kGpuUtil] : nullptr;
     const auto dev_it = load.device_sm.find(e.device_key);
     for (int s : {kSmActive, kGrEngineActive}) {
@@ -392,6 +542,7 @@ void DcgmIngester::CollectSamples(const Entry& e, uint32_t row, uint32_t series,
   size_t cursor = 0, busy_cursor = 0, device_cursor = 0;
   WorkloadState& st = store_.mutable_state(row);
   for (const MetricPoint& p : e.vram->points) {
+    if (load.Superseded(e, p.time_s)) continue;  // counted in superseded_by_agent
     ++report.samples;
     if (p.value >= kDcgmNoValue) {
       ++report.no_value_markers;
@@ -422,6 +573,22 @@ void DcgmIngester::CollectSamples(const Entry& e, uint32_t row, uint32_t series,
       basis = source == kGpuUtil          ? SmBasis::kBusyTime
               : source == kGrEngineActive ? SmBasis::kGrEngineActive
                                           : SmBasis::kMeasured;
+    } else if (e.agent) {
+      double pod_busy = 0, pod_sm = 0;
+      const Read rb = read(busy, kGpuUtil, p.time_s, busy_cursor, pod_busy);
+      const Read rs = read(device, kSmActive, p.time_s, device_cursor, pod_sm);
+      if (rb == Read::kRefused || rs == Read::kRefused) continue;
+      split = false;
+      if (rs == Read::kOk) {
+        share = pod_sm;
+        basis = e.agent_sm_basis[device_cursor];
+      } else if (rb == Read::kOk) {
+        share = pod_busy;
+        basis = SmBasis::kBusyTime;
+      } else {
+        ++report.without_sm;
+        continue;
+      }
     } else {
       double pod_busy = 0, device_sm = 0;
       const Read rb = read(busy, kGpuUtil, p.time_s, busy_cursor, pod_busy);
@@ -437,7 +604,7 @@ void DcgmIngester::CollectSamples(const Entry& e, uint32_t row, uint32_t series,
           if (const auto t = sum_it->second.find(TimeKey(p.time_s)); t != sum_it->second.end())
             sum = t->second;
         share = sum > 0 ? std::min(pod_busy, device_sm * pod_busy / sum) : 0;
-        basis = std::max(device_basis, SmBasis::kSmActiveByBusyShare);
+        basis = WeakerSmBasis(device_basis, SmBasis::kSmActiveByBusyShare);
       } else if (rb == Read::kOk) {
         share = pod_busy;
         basis = SmBasis::kBusyTime;
@@ -472,9 +639,10 @@ void DcgmIngester::CollectSamples(const Entry& e, uint32_t row, uint32_t series,
     }
     if (per_process) {
       ++report.per_process_samples;
+      if (e.agent) ++report.agent_samples;
       st.per_process_usage = true;
     }
-    st.sm_basis = std::max(st.sm_basis, basis);
+    st.sm_basis = WeakerSmBasis(st.sm_basis, basis);
     pending.push_back({p.time_s, row, series, sample});
   }
 }

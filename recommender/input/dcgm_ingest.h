@@ -34,10 +34,12 @@
 
 #include <array>
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -50,6 +52,26 @@
 #include "recommender/model/fleet_store.h"
 
 namespace gpuvpa::recommender {
+
+// gpuvpa-node-agent's per-container series (recommender/agent/node_agent.h), a source the
+// config names (`node_agent: {enabled: true}`). Where the agent reports a container on a device
+// (same GPU UUID), its series win over DCGM's for that container and device: VRAM as NVML's
+// per-process figure, SM activity as the agent attributed it (the `method` label gives the
+// basis: "alone" measured, "solo-calibrated", "busy-proportional"), else its busy time (basis
+// busy_time). Pod labels are the DCGM lists' (exported_* first: a PodMonitor without
+// honorLabels moves the agent's namespace/pod/container there); a series whose namespace is
+// the agent's own is a process the agent could not name, and has no pod. MIG instances
+// (gpu_instance set) are left to DCGM's per-instance series, counted in agent_mig_series.
+struct NodeAgentNames {
+  bool enabled = false;
+  std::string memory_bytes = "gpuvpa_container_gpu_memory_used_bytes";
+  std::string busy_ratio = "gpuvpa_container_gpu_busy_ratio";
+  std::string sm_active_ratio = "gpuvpa_container_gpu_sm_active_ratio";
+  std::string node_label = "node", gpu_label = "gpu", uuid_label = "gpu_uuid";
+  std::string instance_label = "gpu_instance", model_label = "model_name";
+  std::string method_label = "method";
+  std::string own_namespace = "gpuvpa-node-agent";
+};
 
 struct DcgmNames {
   std::vector<std::string> vram_mib = {"DCGM_FI_DEV_FB_USED", "dcgm_fb_used"};
@@ -69,6 +91,7 @@ struct DcgmNames {
   std::string model_label = "modelName";
   // With honorLabels: false a GPU without a pod carries the exporter's own pod labels.
   std::vector<std::string> exporter_containers = {"nvidia-dcgm-exporter", "dcgm-exporter"};
+  NodeAgentNames node_agent;
 };
 
 enum SmSource { kSmActive = 0, kGrEngineActive = 1, kGpuUtil = 2, kSmSourceCount = 3 };
@@ -106,6 +129,9 @@ struct DcgmIngestReport {
   size_t without_sm = 0;             // VRAM points with no SM activity at the same time
   size_t shared_device_samples = 0;  // split between pods of one device (estimates)
   size_t per_process_samples = 0;    // a shared device's per-pod readings (no equal split)
+  size_t agent_samples = 0;          // of those, from the node agent's series
+  size_t superseded_by_agent = 0;    // DCGM VRAM points of containers the agent reports
+  size_t agent_mig_series = 0;       // agent series of MIG instances (DCGM's are used)
   std::array<size_t, kSmSourceCount> sm_source_series{};  // series per chosen SM source
   size_t owner_from_kube_state = 0, owner_from_pod_name = 0, owner_bare_pod = 0;
   // Samples charged to "unallocated" because the cost center they named is not valid text.
@@ -136,6 +162,12 @@ class DcgmIngester {
   // The steps of Ingest, in order.
   std::map<std::string, Entry> GroupByDevice(std::span<const LabeledSeries> batch, DeviceLoad& load,
                                              DcgmIngestReport& report) const;
+  // The node agent's series: one entry per container and device, its series merged.
+  void AddAgentSeries(const LabeledSeries& s, int kind, std::string_view ns, std::string_view pod,
+                      std::string_view container, std::map<std::string, Entry>& entries,
+                      DcgmIngestReport& report) const;
+  void MergeAgentSeries(Entry& e, std::deque<LabeledSeries>& merged,
+                        DcgmIngestReport& report) const;
   void MarkPerProcessDevices(const std::map<std::string, Entry>& entries, DeviceLoad& load);
   // Tracks the entry's workload and device (row, series), or counts its samples refused.
   std::optional<std::pair<uint32_t, uint32_t>> Admit(const Entry& entry, const DeviceLoad& load,

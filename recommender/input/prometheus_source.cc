@@ -128,11 +128,17 @@ Result<std::vector<std::string>> PrometheusSource::Hosts(double from_s, double u
                                                          PollResult& poll) {
   std::vector<std::string> hosts;
   if (options_.hosts_per_query == 0) return hosts;
-  for (const std::string& label : options_.dcgm.host_labels) {
-    const std::string query = "label " + label + " values of " + options_.dcgm.vram_mib.front();
+  // DCGM's host labels on its VRAM series, and the node agent's node label on its own.
+  std::vector<std::pair<std::string, std::vector<std::string>>> asks;
+  for (const std::string& label : options_.dcgm.host_labels)
+    asks.emplace_back(label, options_.dcgm.vram_mib);
+  if (const NodeAgentNames& a = options_.dcgm.node_agent; a.enabled)
+    asks.emplace_back(a.node_label, std::vector<std::string>{a.memory_bytes});
+  for (const auto& [label, metrics] : asks) {
+    const std::string query = "label " + label + " values of " + metrics.front();
     const std::string target =
         "/api/v1/label/" + label + "/values?match[]=" +
-        UrlEncode("{__name__=~\"" + JoinAlternatives(options_.dcgm.vram_mib) + "\"" +
+        UrlEncode("{__name__=~\"" + JoinAlternatives(metrics) + "\"" +
                   (options_.selector.empty() ? "" : "," + options_.selector) + "}") +
         "&start=" + Seconds(from_s) + "&end=" + Seconds(until_s);
     Result<HttpResponse> response = Get(target, query, poll);
@@ -154,9 +160,16 @@ std::string PrometheusSource::UsageQuery(const std::vector<std::string>& hosts, 
   std::vector<std::string> metrics = n.vram_mib;
   for (const auto* list : {&n.sm_active, &n.gr_engine_active, &n.gpu_util_percent})
     metrics.insert(metrics.end(), list->begin(), list->end());
-  std::string base = "__name__=~\"" + JoinAlternatives(metrics) + "\"";
-  if (!options_.selector.empty()) base += "," + options_.selector;
-  if (begin == end) return "{" + base + "}";
+  const std::string selector = options_.selector.empty() ? "" : "," + options_.selector;
+  std::string base = "__name__=~\"" + JoinAlternatives(metrics) + "\"" + selector;
+  // The node agent's series, with its own host label.
+  const NodeAgentNames& a = n.node_agent;
+  const std::string agent =
+      a.enabled
+          ? "__name__=~\"" + JoinAlternatives({a.memory_bytes, a.busy_ratio, a.sm_active_ratio}) +
+                "\"" + selector
+          : "";
+  if (begin == end) return "{" + base + "}" + (agent.empty() ? "" : " or {" + agent + "}");
   // One alternative per host label spelling: a series carries one of them.
   std::string host_regex;
   for (size_t i = begin; i < end; ++i)
@@ -165,6 +178,7 @@ std::string PrometheusSource::UsageQuery(const std::vector<std::string>& hosts, 
   for (const std::string& label : n.host_labels)
     query += (query.empty() ? "" : " or ") + std::string("{") + base + "," + label + "=~\"" +
              host_regex + "\"}";
+  if (!agent.empty()) query += " or {" + agent + "," + a.node_label + "=~\"" + host_regex + "\"}";
   return query;
 }
 

@@ -20,8 +20,20 @@ const char* SmBasisName(SmBasis basis) {
       return "sm_active_by_busy_share";
     case SmBasis::kBusyTime:
       return "busy_time";
+    case SmBasis::kSmActiveSoloCalibrated:
+      return "sm_active_solo_calibrated";
   }
   return "";
+}
+
+SmBasis WeakerSmBasis(SmBasis a, SmBasis b) {
+  // Rank by value: measured, graphics engine, busy share, busy time, solo-calibrated.
+  static constexpr uint8_t kRank[kSmBasisCount] = {0, 1, 3, 4, 2};
+  const auto rank = [](SmBasis s) {
+    const auto i = static_cast<uint8_t>(s);
+    return i < kSmBasisCount ? kRank[i] : uint8_t{255};
+  };
+  return rank(a) >= rank(b) ? a : b;
 }
 
 namespace {

@@ -108,6 +108,7 @@ enum class IngestOutcome {
 
 // What a workload's SM figures stand on, from the strongest to the weakest; a workload keeps
 // the weakest any of its samples had (reports name it).
+// The values are checkpointed: new ones are added at the end, and WeakerSmBasis orders them.
 enum class SmBasis : uint8_t {
   kMeasured = 0,        // SM activity as measured (DCGM PROF_SM_ACTIVE, GPM, a trace's column)
   kGrEngineActive = 1,  // DCGM PROF_GR_ENGINE_ACTIVE: the graphics engine's active time
@@ -115,10 +116,17 @@ enum class SmBasis : uint8_t {
   // (per-process smUtil): a floor-quality estimate (a busy one-thread job takes credit).
   kSmActiveByBusyShare = 2,
   kBusyTime = 3,  // DCGM_FI_DEV_GPU_UTIL / smUtil only: busy time, not SM coverage
+  // The node agent's "solo-calibrated" split: busy time x each process's SM coverage, learned
+  // from passes in which it ran alone (better than the busy share, still an estimate).
+  kSmActiveSoloCalibrated = 4,
 };
-inline constexpr uint8_t kSmBasisCount = 4;
-// "" for kMeasured, else "gr_engine_active", "sm_active_by_busy_share", "busy_time".
+inline constexpr uint8_t kSmBasisCount = 5;
+// "" for kMeasured, else "gr_engine_active", "sm_active_solo_calibrated",
+// "sm_active_by_busy_share", "busy_time".
 const char* SmBasisName(SmBasis basis);
+// The weaker of two bases (measured < graphics engine < solo-calibrated < busy share < busy
+// time): a workload carries the weakest basis of its samples.
+SmBasis WeakerSmBasis(SmBasis a, SmBasis b);
 
 // Everything but the histograms that the store keeps per workload-container.
 struct WorkloadState {

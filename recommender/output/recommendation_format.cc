@@ -60,6 +60,10 @@ std::string Note(const v1::Recommendation& r, bool narrow) {
     add(narrow ? "SM = busy time" : "SM figures are busy time (GPU_UTIL), not SM coverage");
   else if (r.sm_basis() == "sm_active_by_busy_share")
     add(narrow ? "SM by busy share" : "SM: the device's SM activity split by busy time (estimate)");
+  else if (r.sm_basis() == "sm_active_solo_calibrated")
+    add(narrow ? "SM by solo coverage"
+               : "SM: the device's SM activity split by busy time x coverage learned alone "
+                 "(estimate)");
   else if (r.sm_basis() == "gr_engine_active" && !narrow)
     add("SM figures are graphics engine time");
   if (r.cuda_oom_count() > 0) add(std::to_string(r.cuda_oom_count()) + " CUDA OOM");

@@ -282,6 +282,18 @@ TEST(DaemonConfigTest, ErrorsNameTheFieldAndValue) {
       ParseDaemonConfig(base + "dcgm: {vram_mib_metrics: [my_fb_used]}\n", "g.yaml");
   ASSERT_TRUE(renamed.ok()) << renamed.status().message();
   EXPECT_EQ(renamed->prometheus.dcgm.vram_mib, std::vector<std::string>{"my_fb_used"});
+  EXPECT_NE(error(base + "node_agent: {enabled: yes please}\n").find("node_agent.enabled"),
+            std::string::npos)
+      << error(base + "node_agent: {enabled: yes please}\n");
+  EXPECT_NE(error(base + "node_agent: {enabeld: true}\n").find("unknown key \"enabeld\""),
+            std::string::npos);
+  EXPECT_NE(error(base + "node_agent: {node_label: \"\"}\n").find("node_agent.node_label"),
+            std::string::npos);
+  Result<DaemonConfig> agent = ParseDaemonConfig(base + "node_agent: {enabled: true}\n", "g.yaml");
+  ASSERT_TRUE(agent.ok()) << agent.status().message();
+  EXPECT_TRUE(agent->prometheus.dcgm.node_agent.enabled);
+  EXPECT_FALSE(ParseDaemonConfig(base, "g.yaml")->prometheus.dcgm.node_agent.enabled)
+      << "a source the config names";
 }
 
 TEST(DaemonConfigTest, TheShippedExampleParses) {
@@ -321,6 +333,33 @@ TEST(DcgmIngestTest, RenamedMetricsAndLabelsAreRead) {
   EXPECT_DOUBLE_EQ(store.state(0).vram_history_peak_bytes, 1000.0 * 1024 * 1024);
 }
 
+// gpuvpa-node-agent's series for the shared phase below, as Prometheus stores them when a
+// PodMonitor without honorLabels scrapes the agent: its namespace/pod/container labels moved to
+// exported_*, the target's own in their place. A's SM is solo-calibrated (26 % of the device);
+// B's (38 %) busy-proportional for 5 minutes, then solo-calibrated (two series). A process the
+// agent could not name carries only the target's labels.
+std::string AgentSeries(int i, const std::string& t) {
+  const std::string target =
+      "namespace=\"gpuvpa-node-agent\",pod=\"gpuvpa-node-agent-x7\","
+      "container=\"agent\",node=\"n1\",gpu=\"0\",gpu_uuid=\"GPU-5a1e\","
+      "gpu_instance=\"\",model_name=\"NVIDIA H200\"";
+  auto of = [&](const char* pod, const std::string& method) {
+    return "{" + target + ",exported_namespace=\"ml\",exported_pod=\"" + pod +
+           "\",exported_container=\"main\",method=\"" + method + "\"} ";
+  };
+  const std::string a = of("a-0", "solo-calibrated");
+  const std::string b = of("b-0", i < 5 ? "busy-proportional" : "solo-calibrated");
+  std::string text;
+  text += "gpuvpa_container_gpu_memory_used_bytes" + a + std::to_string(9523.0 * 1048576) + t;
+  text += "gpuvpa_container_gpu_busy_ratio" + a + "0.30" + t;
+  text += "gpuvpa_container_gpu_sm_active_ratio" + a + "0.26" + t;
+  text += "gpuvpa_container_gpu_memory_used_bytes" + b + std::to_string(43110.0 * 1048576) + t;
+  text += "gpuvpa_container_gpu_busy_ratio" + b + "0.44" + t;
+  text += "gpuvpa_container_gpu_sm_active_ratio" + b + "0.38" + t;
+  text += "gpuvpa_container_gpu_memory_used_bytes{" + target + ",method=\"none\"} 1048576" + t;
+  return text;
+}
+
 // The real H200's shared phase (DESIGN.md "Metric sources"): pod A held 9.3 GiB busy 30 %,
 // pod B 42.1 GiB busy 44 %, time-sliced on one device reading 52 GiB, util.gpu 72 %, GPM SM
 // active 64 %. dcgm-exporter's per-pod mode gives each pod its own FB_USED and GPU_UTIL; the
@@ -334,12 +373,13 @@ std::string SharedH200(const std::string& mode) {
   std::string text;
   for (int i = 0; i < 10; ++i) {
     const std::string t = " " + std::to_string(1700000000 + 60 * i) + "\n";
-    if (mode == "equal") {
+    if (mode == "equal" || mode == "agent") {
       for (const char* p : {"a-0", "b-0"}) {
         text += "DCGM_FI_DEV_FB_USED{" + pod(p) + "} 53248" + t;
         text += "DCGM_FI_DEV_GPU_UTIL{" + pod(p) + "} 72" + t;
         text += "DCGM_FI_PROF_SM_ACTIVE{" + pod(p) + "} 0.64" + t;
       }
+      if (mode == "agent") text += AgentSeries(i, t);
       continue;
     }
     text += "DCGM_FI_DEV_FB_USED{" + pod("a-0") + "} 9523" + t;
@@ -362,14 +402,17 @@ struct PodFigures {
   std::string report;                        // the table `gpuvpa recommend` prints
 };
 
-std::map<std::string, PodFigures> IngestShared(const std::string& mode) {
+std::map<std::string, PodFigures> IngestShared(const std::string& mode, bool agent = false,
+                                               DcgmIngestReport* report = nullptr) {
   FleetStore store;
   DcgmIngestOptions options;
   options.now_s = 1.8e9;
+  options.names.node_agent.enabled = agent;
   DcgmIngester ingester(store, GpuCatalog::BuiltIn(), options);
   Result<ExpositionParse> p = ParseExpositionText(SharedH200(mode));
   EXPECT_TRUE(p.ok()) << p.status().message();
   const DcgmIngestReport r = ingester.Ingest(p->series);
+  if (report != nullptr) *report = r;
   EXPECT_EQ(r.accepted, 20u) << mode;
   std::map<std::string, PodFigures> out;
   for (uint32_t row = 0; row < store.size(); ++row) {
@@ -442,6 +485,66 @@ TEST(DcgmIngestTest, PerPodSeriesOfASharedDeviceAreUsedInsteadOfTheEqualSplit) {
   EXPECT_NE(busy["a"].report.find("SM figures are busy time (GPU_UTIL), not SM coverage"),
             std::string::npos)
       << busy["a"].report;
+}
+
+TEST(DcgmIngestTest, TheNodeAgentsSeriesWinOverDcgmForTheContainersItReports) {
+  // Not named as a source: the agent's series are not read, DCGM's are split equally.
+  DcgmIngestReport ignored;
+  std::map<std::string, PodFigures> off = IngestShared("agent", false, &ignored);
+  EXPECT_DOUBLE_EQ(off["a"].vram_mib, 26624);
+  EXPECT_TRUE(off["a"].split);
+  EXPECT_EQ(ignored.agent_samples, 0u);
+  // Named: each pod's own VRAM and the agent's SM attribution, DCGM's points superseded.
+  DcgmIngestReport r;
+  std::map<std::string, PodFigures> on = IngestShared("agent", true, &r);
+  ASSERT_EQ(on.size(), 2u);
+  EXPECT_EQ(r.agent_samples, 20u);
+  EXPECT_EQ(r.superseded_by_agent, 20u) << "both pods' DCGM points";
+  EXPECT_EQ(r.no_pod, 10u) << "the unnamed process: the agent's own labels are no pod";
+  EXPECT_TRUE(r.issues.empty()) << r.issues.front();
+  const PodFigures& a = on["a"];
+  const PodFigures& b = on["b"];
+  EXPECT_DOUBLE_EQ(a.vram_mib, 9523);
+  EXPECT_DOUBLE_EQ(b.vram_mib, 43110);
+  EXPECT_NEAR(a.sm_share, 0.26, 1e-9);
+  EXPECT_NEAR(b.sm_share, 0.38, 1e-9);
+  for (const PodFigures* f : {&a, &b}) {
+    EXPECT_FALSE(f->split);
+    EXPECT_TRUE(f->per_process);
+    EXPECT_NE(f->report.find("per-pod (per-process) readings"), std::string::npos) << f->report;
+  }
+  EXPECT_EQ(a.basis, SmBasis::kSmActiveSoloCalibrated);
+  EXPECT_NE(a.report.find("busy time x coverage learned alone"), std::string::npos) << a.report;
+  EXPECT_EQ(b.basis, SmBasis::kSmActiveByBusyShare) << "the weakest of its samples";
+  // Different from DCGM's per-pod mode (64 % x 30:44 = 25.9 % and 38.1 %) only by the agent's
+  // figures; from the equal split by far.
+  EXPECT_LT(a.vram_target_bytes, 0.5 * off["a"].vram_target_bytes);
+  EXPECT_GE(b.vram_target_bytes, 43110.0 * 1024 * 1024);
+}
+
+TEST(DcgmIngestTest, AnUnknownNodeAgentMethodIsNamedAndItsBusyTimeUsed) {
+  FleetStore store;
+  DcgmIngestOptions options;
+  options.now_s = 1.8e9;
+  options.names.node_agent.enabled = true;
+  DcgmIngester ingester(store, GpuCatalog::BuiltIn(), options);
+  const std::string l =
+      "{namespace=\"ml\",pod=\"a-0\",container=\"main\",node=\"n1\",gpu=\"0\","
+      "gpu_uuid=\"GPU-5a1e\",model_name=\"NVIDIA H200\",method=\"guess\"} ";
+  Result<ExpositionParse> p =
+      ParseExpositionText("gpuvpa_container_gpu_memory_used_bytes" + l + "1073741824 1700000000\n" +
+                          "gpuvpa_container_gpu_busy_ratio" + l + "0.5 1700000000\n" +
+                          "gpuvpa_container_gpu_sm_active_ratio" + l + "0.1 1700000000\n# EOF\n");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const DcgmIngestReport r = ingester.Ingest(p->series);
+  EXPECT_EQ(r.accepted, 1u);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_NE(r.issues[0].find("method \"guess\" is not alone, solo-calibrated or busy-proportional"),
+            std::string::npos)
+      << r.issues[0];
+  ASSERT_EQ(store.size(), 1u);
+  EXPECT_EQ(store.state(0).sm_basis, SmBasis::kBusyTime);
+  EXPECT_DOUBLE_EQ(store.state(0).vram_history_peak_bytes, 1073741824.0);
 }
 
 TEST(DcgmIngestTest, TheBasisOfTheFiguresSurvivesACheckpointAndABadOneIsRefused) {

@@ -617,22 +617,20 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
   std::string page = agent->HandleHttp("/metrics").body;
   const std::string memory = "gpuvpa_container_gpu_memory_used_bytes{";
   EXPECT_NE(
-      page.find(
-          memory + "container=\"trainer\",container_id=\"" + id_a +
-          "\",gpu=\"0\",gpu_instance=\"\",gpu_uuid=\"" + gpu +
-          "\",method=\"busy-proportional\",model_name=\"NVIDIA H200\",namespace=\"ml-dev\","
-          "node=\"gpu-node-1\",pod=\"trainer-0\",pod_uid=\"" +
-          uid_a + "\"}"),
+      page.find(memory + "container=\"trainer\",container_id=\"" + id_a +
+                "\",gpu=\"0\",gpu_instance=\"\",gpu_uuid=\"" + gpu +
+                "\",method=\"busy-proportional\",model_name=\"NVIDIA H200\",namespace=\"ml-dev\","
+                "node=\"gpu-node-1\",pod=\"trainer-0\",pod_uid=\"" +
+                uid_a + "\"}"),
       std::string::npos)
       << page;
   EXPECT_NE(page.find("container=\"embedder\",container_id=\"" + id_b), std::string::npos)
       << "named by the pod-resources table\n"
       << page;
-  EXPECT_NE(
-      page.find("gpuvpa_gpu_unallocated_processes{gpu=\"0\","
-                "gpu_instance=\"\",gpu_uuid=\"" +
-                gpu + "\",model_name=\"NVIDIA H200\",node=\"gpu-node-1\"} 0"),
-      std::string::npos)
+  EXPECT_NE(page.find("gpuvpa_gpu_unallocated_processes{gpu=\"0\","
+                      "gpu_instance=\"\",gpu_uuid=\"" +
+                      gpu + "\",model_name=\"NVIDIA H200\",node=\"gpu-node-1\"} 0"),
+            std::string::npos)
       << page;
   EXPECT_NE(page.find("gpuvpa_node_agent_unresolved_processes 0"), std::string::npos) << page;
   // One list of this node's pods served every pass: the first one (both pods known).
@@ -656,11 +654,10 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
   kubelet.Replace(moved);
   std::unique_ptr<NodeAgent> again = run("agent-token", 1);
   page = again->HandleHttp("/metrics").body;
-  EXPECT_NE(
-      page.find("gpuvpa_gpu_unallocated_processes{gpu=\"0\","
-                "gpu_instance=\"\",gpu_uuid=\"" +
-                gpu + "\",model_name=\"NVIDIA H200\",node=\"gpu-node-1\"} 1"),
-      std::string::npos)
+  EXPECT_NE(page.find("gpuvpa_gpu_unallocated_processes{gpu=\"0\","
+                      "gpu_instance=\"\",gpu_uuid=\"" +
+                      gpu + "\",model_name=\"NVIDIA H200\",node=\"gpu-node-1\"} 1"),
+            std::string::npos)
       << page;
   EXPECT_NE(page.find("container=\"trainer\",container_id=\"" + id_a), std::string::npos)
       << "still measured and named\n"
@@ -672,7 +669,8 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
   std::unique_ptr<NodeAgent> blind = run("other-token", 1);
   page = blind->HandleHttp("/metrics").body;
   EXPECT_NE(page.find("gpuvpa_node_agent_unresolved_processes 2"), std::string::npos) << page;
-  EXPECT_NE(page.find("namespace=\"\",node=\"gpu-node-1\",pod=\"\",pod_uid=\"" + uid_a + "\""), std::string::npos)
+  EXPECT_NE(page.find("namespace=\"\",node=\"gpu-node-1\",pod=\"\",pod_uid=\"" + uid_a + "\""),
+            std::string::npos)
       << page;
   server->Shutdown();
 }

@@ -49,6 +49,16 @@ double MigMiB(int i) { return 6000 + (i * 7 % 200) * 10; }
 double MigGr(int i) { return (i % 5) / 10.0; }
 constexpr double kSharedDeviceMiB = 30000;
 constexpr double kSharedDeviceUtil = 60;
+// gpuvpa-node-agent's view of the shared device: each pod's own memory and busy time, and the
+// SM share it attributed (svc-c has none: busy time only).
+struct AgentPod {
+  const char* pod;
+  double mib, busy, sm;
+  const char* method;
+};
+constexpr AgentPod kAgentPods[] = {{"a", 6000, 0.30, 0.05, "solo-calibrated"},
+                                   {"b", 20000, 0.20, 0.15, "busy-proportional"},
+                                   {"c", 4000, 0.10, -1, "busy-time-only"}};
 
 struct Fixture {
   double start_s = 0;  // the first sample
@@ -98,6 +108,20 @@ Fixture MakeHistory() {
       add("DCGM_FI_DEV_FB_USED", shared, kSharedDeviceMiB, t);
       add("DCGM_FI_DEV_GPU_UTIL", shared, kSharedDeviceUtil, t);
     }
+    // The node agent on node-a, scraped by a PodMonitor without honorLabels (the pods' labels
+    // exported_*, the agent's own in their place), and a process it could not name.
+    const std::string agent_target =
+        "namespace=\"gpuvpa-node-agent\",pod=\"gpuvpa-node-agent-q\",container=\"agent\","
+        "node=\"node-a\",gpu=\"2\",gpu_uuid=\"GPU-s\",model_name=\"NVIDIA H100 80GB HBM3\"";
+    for (const AgentPod& a : kAgentPods) {
+      const std::string labels = agent_target + ",exported_namespace=\"web\",exported_pod=\"svc-" +
+                                 a.pod + "-0\",exported_container=\"app\",method=\"" + a.method +
+                                 "\"";
+      add("gpuvpa_container_gpu_memory_used_bytes", labels, a.mib * kMiB, t);
+      add("gpuvpa_container_gpu_busy_ratio", labels, a.busy, t);
+      if (a.sm >= 0) add("gpuvpa_container_gpu_sm_active_ratio", labels, a.sm, t);
+    }
+    add("gpuvpa_container_gpu_memory_used_bytes", agent_target + ",method=\"none\"", 500 * kMiB, t);
     // An idle GPU: the exporter's own labels only.
     add("DCGM_FI_DEV_FB_USED",
         "gpu=\"3\",UUID=\"GPU-i\"," + h100 +
@@ -166,7 +190,8 @@ class PrometheusIngestTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(ok_) << *error_; }
 
   // The daemon's config against the test Prometheus, with state in `tmp`.
-  static std::string ConfigYaml(const testing::ScopedTempDir& tmp, const std::string& url) {
+  static std::string ConfigYaml(const testing::ScopedTempDir& tmp, const std::string& url,
+                                const std::string& extra = "") {
     return "ledger:\n  path: " + tmp.Path("ledger.db") +
            "\nprices:\n  - gpu_model: H100-80GB\n    usd_per_gpu_hour: 4\n"
            "  - gpu_model: A100-80GB\n    usd_per_gpu_hour: 2\n"
@@ -177,12 +202,14 @@ class PrometheusIngestTest : public ::testing::Test {
            "  checkpoint: " +
            tmp.Path("checkpoint") +
            "\n  min_history_hours: 12\n  poll_interval_seconds: 1\n"
-           "  listen_http: 127.0.0.1:0\n  listen_grpc: 127.0.0.1:0\n";
+           "  listen_http: 127.0.0.1:0\n  listen_grpc: 127.0.0.1:0\n" +
+           extra;
   }
 
   static std::unique_ptr<RecommenderDaemon> NewDaemon(const testing::ScopedTempDir& tmp,
-                                                      const std::string& url) {
-    Result<GpuvpaConfig> gpuvpa = ParseConfig(ConfigYaml(tmp, url));
+                                                      const std::string& url,
+                                                      const std::string& extra = "") {
+    Result<GpuvpaConfig> gpuvpa = ParseConfig(ConfigYaml(tmp, url, extra));
     EXPECT_TRUE(gpuvpa.ok()) << gpuvpa.status().message();
     Result<DaemonConfig> config = ParseDaemonConfig(gpuvpa->recommender_yaml, "test");
     EXPECT_TRUE(config.ok()) << config.status().message();
@@ -289,6 +316,44 @@ TEST_F(PrometheusIngestTest, RecommendationsMatchTheSamplesComputedDirectly) {
   EXPECT_NEAR(vram_hours_sum, kSharedDeviceMiB * kMiB / device_bytes * allocated, 1e-6 * allocated);
   EXPECT_FALSE(trainer->shared_device_estimate());
   // The idle GPU (exporter labels only) is nobody's workload.
+  EXPECT_EQ(snap->by_key.size(), 6u);
+}
+
+// With the agent named as a source, its series win over DCGM's for the pods and device it
+// reports; the rest of the fleet is read from DCGM as before.
+TEST_F(PrometheusIngestTest, TheNodeAgentsSeriesWinOverDcgmWhenTheConfigNamesThem) {
+  testing::ScopedTempDir tmp;
+  std::unique_ptr<RecommenderDaemon> d =
+      NewDaemon(tmp, server_->url(), "  node_agent: {enabled: true}\n");
+  ASSERT_NE(d, nullptr);
+  ASSERT_TRUE(d->PollOnce(fixture_->end_s + 180).ok());
+  const auto snap = d->snapshot();
+  double vram_sum = 0, sm_hours_sum = 0, busy_sum = 0;
+  for (const AgentPod& a : kAgentPods) {
+    const std::string name = std::string("svc-") + a.pod;
+    const v1::Recommendation* r = Find(*snap, "web", "StatefulSet", name);
+    ASSERT_NE(r, nullptr) << name;
+    EXPECT_TRUE(r->per_process_usage()) << name;
+    EXPECT_FALSE(r->shared_device_estimate()) << name;
+    EXPECT_EQ(r->identity().allocation(), "nvidia.com/gpu.shared=1/3");
+    EXPECT_DOUBLE_EQ(r->vram_history_peak_bytes(), a.mib * kMiB) << name;
+    EXPECT_EQ(r->sample_count(), static_cast<uint64_t>(kHours * 60 + 1)) << name;
+    // SM relative to the pod's third of the device.
+    EXPECT_NEAR(r->sm_p90_ratio(), 3 * (a.sm >= 0 ? a.sm : a.busy), 0.011) << name;
+    vram_sum += r->vram_history_peak_bytes();
+    sm_hours_sum += r->used_gpu_hours_sm();
+    busy_sum += a.sm >= 0 ? a.sm : a.busy;
+  }
+  EXPECT_EQ(Find(*snap, "web", "StatefulSet", "svc-a")->sm_basis(), "sm_active_solo_calibrated");
+  EXPECT_EQ(Find(*snap, "web", "StatefulSet", "svc-b")->sm_basis(), "sm_active_by_busy_share");
+  EXPECT_EQ(Find(*snap, "web", "StatefulSet", "svc-c")->sm_basis(), "busy_time");
+  EXPECT_DOUBLE_EQ(vram_sum, kSharedDeviceMiB * kMiB) << "the agent's pods add up to the device";
+  const v1::Recommendation* trainer = Find(*snap, "ml", "Deployment", "trainer");
+  ASSERT_NE(trainer, nullptr);
+  EXPECT_NEAR(sm_hours_sum, busy_sum * trainer->allocated_gpu_hours(), 1e-6);
+  // DCGM's series for everything the agent does not report; the unnamed process is nobody's.
+  EXPECT_DOUBLE_EQ(trainer->vram_history_peak_bytes(), 25990 * kMiB);
+  EXPECT_FALSE(trainer->per_process_usage());
   EXPECT_EQ(snap->by_key.size(), 6u);
 }
 
