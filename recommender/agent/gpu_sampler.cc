@@ -170,12 +170,31 @@ Status GpuSampler::ReadProcesses(Device& d, DeviceReading& out) {
     p.pid = info.pid;
     p.gpu_instance = info.gpuInstanceId;
     p.memory_used_bytes = static_cast<double>(info.usedGpuMemory);
+    ProcessState& st = d.processes[info.pid];
+    st.seen_this_pass = true;
+    if (!st.named) {
+      st.named = true;
+      st.mps_server = IsMpsServer(info.pid);
+    }
+    p.mps_server = st.mps_server;
     out.processes.push_back(p);
-    d.processes[info.pid].seen_this_pass = true;
   }
   // Processes that ended forget what was learned of them (a pid may be reused).
   std::erase_if(d.processes, [](const auto& kv) { return !kv.second.seen_this_pass; });
   return OkStatus();
+}
+
+bool GpuSampler::IsMpsServer(unsigned int pid) const {
+  const nvml::Functions& fn = lib_.fn();
+  char name[256] = {};
+  if (fn.SystemGetProcessName == nullptr ||
+      fn.SystemGetProcessName(pid, name, sizeof name) != nvml::kSuccess)
+    return false;
+  std::string_view base(name);
+  if (const size_t slash = base.rfind('/'); slash != std::string_view::npos)
+    base.remove_prefix(slash + 1);
+  return std::find(options_.mps_server_names.begin(), options_.mps_server_names.end(), base) !=
+         options_.mps_server_names.end();
 }
 
 void GpuSampler::ReadBusyTime(Device& d, DeviceReading& out) {
@@ -224,7 +243,36 @@ void GpuSampler::ReadBusyTime(Device& d, DeviceReading& out) {
   }
 }
 
+void GpuSampler::AttributeMps(const DeviceReading& device, std::vector<ProcessReading*>& clients,
+                              std::vector<ProcessReading*>& servers) {
+  for (ProcessReading* p : servers) {
+    p->method = "mps-server";
+    p->sm_active_ratio.reset();
+  }
+  for (ProcessReading* p : clients) {
+    // NVML samples only the server: a client's busy time is unknown, not idle.
+    p->busy_basis = BusyBasis::kUnknown;
+    p->busy_ratio = 0;
+    if (!device.sm_active_ratio) {
+      p->method = "mps-unattributed";
+      continue;
+    }
+    const double sm = std::min(1.0, *device.sm_active_ratio);
+    const bool alone = clients.size() == 1;
+    p->sm_active_ratio = alone ? sm : sm / static_cast<double>(clients.size());
+    p->sm_active_lower_ratio = alone ? sm : 0;
+    p->sm_active_upper_ratio = sm;
+    p->method = alone ? "alone" : "mps-equal-split";
+  }
+}
+
 void GpuSampler::AttributeSm(Device& d, DeviceReading& out) {
+  std::vector<ProcessReading*> clients, servers;
+  for (ProcessReading& p : out.processes) (p.mps_server ? servers : clients).push_back(&p);
+  if (!servers.empty()) {
+    AttributeMps(out, clients, servers);
+    return;
+  }
   std::vector<ProcessReading*> busy;
   bool all_calibrated = true;
   for (ProcessReading& p : out.processes) {

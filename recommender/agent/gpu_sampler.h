@@ -21,7 +21,15 @@
 //    device's SM activity in proportion to busy time × coverage;
 //  - "busy-proportional": otherwise, in proportion to busy time (a floor on the error: a
 //    one-thread job beside a full-GPU job takes credit for SMs it never used);
-//  - "busy-time-only": the device has no GPM; no SM figure, only busy time.
+//  - "busy-time-only": the device has no GPM; no SM figure, only busy time;
+//  - "idle": a busy time of zero (no SM activity); "unknown": no busy figure yet.
+// Under CUDA MPS (a process named nvidia-cuda-mps-server on the device: nvmlSystemGetProcessName)
+// NVML reports each client's memory, but every utilization sample belongs to the server
+// (recorded on a real H200: shared/data/fixtures/nvml-h200/mps/). The clients' busy time is
+// then unknown, never idle, and the device's SM activity is theirs: one client gets all of it
+// ("alone"), several share it equally ("mps-equal-split", bounds 0 and the device's activity:
+// NVML says nothing finer, and the figure says so), without GPM none ("mps-unattributed"). The
+// server keeps its own memory and the device's busy time ("mps-server"), and no SM figure.
 // Every split figure is capped at the process's busy time (kernels occupy SMs only while the
 // process is busy) and comes with the bounds the data allows: lower = what the others cannot
 // account for, upper = min(busy time, device SM activity).
@@ -46,6 +54,8 @@ struct SamplerOptions {
   int min_solo_passes = 3;
   double min_busy_for_coverage = 0.05;
   double coverage_smoothing = 0.2;  // weight of the newest pass in the coverage average
+  // Process names (as nvmlSystemGetProcessName gives them, path or not) of CUDA MPS servers.
+  std::vector<std::string> mps_server_names = {"nvidia-cuda-mps-server"};
 };
 
 enum class BusyBasis { kUnknown, kSampled, kHeld, kConfirmedIdle };
@@ -61,6 +71,7 @@ struct ProcessReading {
   std::optional<double> sm_active_ratio;
   double sm_active_lower_ratio = 0, sm_active_upper_ratio = 0;
   std::string method;  // see the header comment
+  bool mps_server = false;
 };
 
 struct DeviceReading {
@@ -101,6 +112,7 @@ class GpuSampler {
     double coverage = 0;  // SM activity per unit of busy time, learned alone
     int solo_passes = 0;
     bool seen_this_pass = false;
+    bool named = false, mps_server = false;  // its name asked once
   };
   struct Device {
     nvmlDevice_t handle = nullptr;
@@ -119,6 +131,9 @@ class GpuSampler {
   void SampleGpm(Device& d, double now_s, DeviceReading& out);
   Status ReadProcesses(Device& d, DeviceReading& out);
   void ReadBusyTime(Device& d, DeviceReading& out);
+  bool IsMpsServer(unsigned int pid) const;
+  static void AttributeMps(const DeviceReading& device, std::vector<ProcessReading*>& clients,
+                           std::vector<ProcessReading*>& servers);
   void AttributeSm(Device& d, DeviceReading& out);
 
   const nvml::Library& lib_;

@@ -79,6 +79,7 @@ Result<std::unique_ptr<Library>> Library::Open(const std::string& path) {
     }
   }
   Resolve(handle, "nvmlDeviceGetName", fn.DeviceGetName);
+  Resolve(handle, "nvmlSystemGetProcessName", fn.SystemGetProcessName);
   Resolve(handle, "nvmlGpmQueryDeviceSupport", fn.GpmQueryDeviceSupport);
   Resolve(handle, "nvmlGpmSampleAlloc", fn.GpmSampleAlloc);
   Resolve(handle, "nvmlGpmSampleFree", fn.GpmSampleFree);

@@ -28,6 +28,7 @@ struct Functions {
                                               unsigned int*, unsigned long long) = nullptr;
   // Optional (null when the library lacks them).
   nvmlReturn_t (*DeviceGetName)(nvmlDevice_t, char*, unsigned int) = nullptr;
+  nvmlReturn_t (*SystemGetProcessName)(unsigned int, char*, unsigned int) = nullptr;
   nvmlReturn_t (*GpmQueryDeviceSupport)(nvmlDevice_t, nvmlGpmSupport_t*) = nullptr;
   nvmlReturn_t (*GpmSampleAlloc)(nvmlGpmSample_t*) = nullptr;
   nvmlReturn_t (*GpmSampleFree)(nvmlGpmSample_t) = nullptr;

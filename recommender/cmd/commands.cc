@@ -72,19 +72,22 @@ bool LooksLikeExpositionText(std::string_view text) {
 
 void PrintDcgmReport(const std::string& path, const DcgmIngestReport& r, std::ostream& err) {
   for (const std::string& issue : r.issues) err << "trace: " << path << ": " << issue << "\n";
-  err << "trace: " << r.series << " DCGM series (SM activity from " << SmSourceName(kSmActive)
-      << ": " << r.sm_source_series[kSmActive] << ", " << SmSourceName(kGrEngineActive) << ": "
-      << r.sm_source_series[kGrEngineActive] << ", " << SmSourceName(kGpuUtil) << ": "
-      << r.sm_source_series[kGpuUtil] << "), " << r.kube_state_series
-      << " kube-state-metrics series; owners from kube-state-metrics " << r.owner_from_kube_state
-      << ", from pod names " << r.owner_from_pod_name << ", bare pods " << r.owner_bare_pod
-      << "; allocations from requests " << r.allocation_from_request << ", from DCGM "
-      << r.allocation_from_dcgm << "\n";
+  err << "trace: " << r.series << " usage series (DCGM, gpuvpa-node-agent; SM activity from "
+      << SmSourceName(kSmActive) << ": " << r.sm_source_series[kSmActive] << ", "
+      << SmSourceName(kGrEngineActive) << ": " << r.sm_source_series[kGrEngineActive] << ", "
+      << SmSourceName(kGpuUtil) << ": " << r.sm_source_series[kGpuUtil] << "), "
+      << r.kube_state_series << " kube-state-metrics series; owners from kube-state-metrics "
+      << r.owner_from_kube_state << ", from pod names " << r.owner_from_pod_name << ", bare pods "
+      << r.owner_bare_pod << "; allocations from requests " << r.allocation_from_request
+      << ", from DCGM " << r.allocation_from_dcgm << "\n";
   err << "trace: " << r.samples << " samples, " << r.accepted << " accepted, " << r.already_ingested
       << " already ingested (skipped), " << r.refused << " refused, " << r.without_sm
       << " without SM activity, " << r.no_value_markers << " DCGM no-value markers, " << r.no_pod
       << " on GPUs without a pod; " << r.shared_device_samples
-      << " split between pods of a shared GPU (estimates)\n";
+      << " split between pods of a shared GPU (estimates), " << r.per_process_samples
+      << " per process (" << r.agent_samples << " from gpuvpa-node-agent, which superseded "
+      << r.superseded_by_agent << " DCGM points; " << r.agent_mig_series
+      << " of its MIG instance series left to DCGM)\n";
 }
 
 // gpuvpa recommend's flags.
@@ -210,6 +213,8 @@ bool ReplayTrace(const RecommendFlags& f, const GpuvpaConfig& config, double now
   dcgm.cost_centers = config.cost_centers;
   dcgm.now_s = now_s;
   dcgm.max_future_skew_s = f.replay_options.max_future_skew_s;
+  // A scrape or dump holding the node agent's series: they win as in the daemon.
+  dcgm.names.node_agent.enabled = true;
   DcgmIngester ingester(store, GpuCatalog::BuiltIn(), dcgm);
   PrintDcgmReport(path, ingester.Ingest(parsed->series), err);
   return true;

@@ -67,11 +67,18 @@ int KindOf(const DcgmNames& names, const std::string& metric) {
 
 int64_t TimeKey(double time_s) { return std::llround(time_s * 1000); }
 
-// The basis of the node agent's SM figure by its `method` label (gpu_sampler.h).
-std::optional<SmBasis> AgentMethodBasis(std::string_view method) {
-  if (method == "alone") return SmBasis::kMeasured;
-  if (method == "solo-calibrated") return SmBasis::kSmActiveSoloCalibrated;
-  if (method == "busy-proportional") return SmBasis::kSmActiveByBusyShare;
+// What the node agent's SM figure stands on, by its `method` label (gpu_sampler.h): "alone"
+// and "idle" are measured, "mps-equal-split" is the device's measured activity split equally
+// between MPS clients (an estimate, flagged as DCGM's equal split is).
+struct AgentMethod {
+  SmBasis basis;
+  bool equal_split;
+};
+std::optional<AgentMethod> AgentMethodBasis(std::string_view method) {
+  if (method == "alone" || method == "idle") return AgentMethod{SmBasis::kMeasured, false};
+  if (method == "solo-calibrated") return AgentMethod{SmBasis::kSmActiveSoloCalibrated, false};
+  if (method == "busy-proportional") return AgentMethod{SmBasis::kSmActiveByBusyShare, false};
+  if (method == "mps-equal-split") return AgentMethod{SmBasis::kMeasured, true};
   return std::nullopt;
 }
 
@@ -130,7 +137,7 @@ struct DcgmIngester::Entry {
   // of each SM point.
   bool agent = false;
   std::array<std::vector<const LabeledSeries*>, 3> agent_parts;  // memory, busy, SM
-  std::vector<SmBasis> agent_sm_basis;
+  std::vector<std::pair<SmBasis, bool>> agent_sm_how;            // basis, an equal split (MPS)
 
   std::string ContainerKey() const { return ns + '/' + pod + '/' + container; }
   // How issues name it.
@@ -360,30 +367,32 @@ void DcgmIngester::MergeAgentSeries(Entry& e, std::deque<LabeledSeries>& merged,
     double time_s = 0, value = 0;
     int parts = 0;
     SmBasis basis = SmBasis::kMeasured;
+    bool equal_split = false;
   };
   constexpr std::array<double, 3> kScale = {1 / kMiB, 100, 1};
   constexpr std::array<double, 3> kCap = {1e300, 100, 1};  // the agent's own caps per container
   for (size_t part = 0; part < 3; ++part) {
     std::map<int64_t, Sum> sums;
     for (const LabeledSeries* s : e.agent_parts[part]) {
-      SmBasis basis = SmBasis::kMeasured;
+      AgentMethod how{SmBasis::kMeasured, false};
       if (part == 2) {
         const std::string_view method = s->Label(a.method_label);
-        const std::optional<SmBasis> known = AgentMethodBasis(method);
+        const std::optional<AgentMethod> known = AgentMethodBasis(method);
         if (!known) {
           AddIssue(report, e.Who() + ": node agent " + a.method_label + " \"" +
                                std::string(method) +
-                               "\" is not alone, solo-calibrated or busy-proportional: its SM "
-                               "figures are not used (its busy time is)");
+                               "\" is not alone, idle, solo-calibrated, busy-proportional or "
+                               "mps-equal-split: its SM figures are not used (its busy time is)");
           continue;
         }
-        basis = *known;
+        how = *known;
       }
       for (const MetricPoint& p : s->points) {
         Sum& sum = sums[TimeKey(p.time_s)];
         sum.time_s = p.time_s;
         sum.value += p.value * kScale[part];
-        sum.basis = WeakerSmBasis(sum.basis, basis);
+        sum.basis = WeakerSmBasis(sum.basis, how.basis);
+        sum.equal_split |= how.equal_split;
         ++sum.parts;
       }
     }
@@ -395,7 +404,7 @@ void DcgmIngester::MergeAgentSeries(Entry& e, std::deque<LabeledSeries>& merged,
       // One series' value as sent (out of range is refused later); several add up to the cap.
       out.points.push_back(
           {sum.time_s, sum.parts > 1 ? std::min(kCap[part], sum.value) : sum.value});
-      if (part == 2) e.agent_sm_basis.push_back(sum.basis);
+      if (part == 2) e.agent_sm_how.push_back({sum.basis, sum.equal_split});
     }
     if (part == 0)
       e.vram = &out;
@@ -581,7 +590,8 @@ void DcgmIngester::CollectSamples(const Entry& e, uint32_t row, uint32_t series,
       split = false;
       if (rs == Read::kOk) {
         share = pod_sm;
-        basis = e.agent_sm_basis[device_cursor];
+        basis = e.agent_sm_how[device_cursor].first;
+        split = e.agent_sm_how[device_cursor].second;
       } else if (rb == Read::kOk) {
         share = pod_busy;
         basis = SmBasis::kBusyTime;

@@ -20,6 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gpuvpa::recommender::FleetStore store;
   gpuvpa::recommender::DcgmIngestOptions options;
   options.now_s = 1.8e9;
+  options.names.node_agent.enabled = true;  // the node agent's series too
   gpuvpa::recommender::DcgmIngester ingester(store, gpuvpa::GpuCatalog::BuiltIn(), options);
   (void)ingester.Ingest(parsed->series);
   gpuvpa::recommender::RecommenderOptions rec_options;

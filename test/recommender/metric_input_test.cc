@@ -522,29 +522,44 @@ TEST(DcgmIngestTest, TheNodeAgentsSeriesWinOverDcgmForTheContainersItReports) {
   EXPECT_GE(b.vram_target_bytes, 43110.0 * 1024 * 1024);
 }
 
-TEST(DcgmIngestTest, AnUnknownNodeAgentMethodIsNamedAndItsBusyTimeUsed) {
+TEST(DcgmIngestTest, TheNodeAgentsMethodGivesTheBasisAndAnUnknownOneIsNamed) {
   FleetStore store;
   DcgmIngestOptions options;
   options.now_s = 1.8e9;
   options.names.node_agent.enabled = true;
   DcgmIngester ingester(store, GpuCatalog::BuiltIn(), options);
-  const std::string l =
-      "{namespace=\"ml\",pod=\"a-0\",container=\"main\",node=\"n1\",gpu=\"0\","
-      "gpu_uuid=\"GPU-5a1e\",model_name=\"NVIDIA H200\",method=\"guess\"} ";
-  Result<ExpositionParse> p =
-      ParseExpositionText("gpuvpa_container_gpu_memory_used_bytes" + l + "1073741824 1700000000\n" +
-                          "gpuvpa_container_gpu_busy_ratio" + l + "0.5 1700000000\n" +
-                          "gpuvpa_container_gpu_sm_active_ratio" + l + "0.1 1700000000\n# EOF\n");
+  auto series = [](const std::string& pod, const std::string& method, double sm) {
+    const std::string l = "{namespace=\"ml\",pod=\"" + pod +
+                          "\",container=\"main\",node=\"n1\",gpu=\"0\",gpu_uuid=\"GPU-5a1e\","
+                          "model_name=\"NVIDIA H200\",method=\"" +
+                          method + "\"} ";
+    return "gpuvpa_container_gpu_memory_used_bytes" + l + "1073741824 1700000000\n" +
+           "gpuvpa_container_gpu_busy_ratio" + l + "0.5 1700000000\n" +
+           "gpuvpa_container_gpu_sm_active_ratio" + l + std::to_string(sm) + " 1700000000\n";
+  };
+  Result<ExpositionParse> p = ParseExpositionText(
+      series("a-0", "guess", 0.1) + series("m-0", "mps-equal-split", 0.2) + "# EOF\n");
   ASSERT_TRUE(p.ok()) << p.status().message();
   const DcgmIngestReport r = ingester.Ingest(p->series);
-  EXPECT_EQ(r.accepted, 1u);
+  EXPECT_EQ(r.accepted, 2u);
   ASSERT_EQ(r.issues.size(), 1u);
-  EXPECT_NE(r.issues[0].find("method \"guess\" is not alone, solo-calibrated or busy-proportional"),
+  EXPECT_NE(r.issues[0].find("method \"guess\" is not alone, idle, solo-calibrated"),
             std::string::npos)
       << r.issues[0];
-  ASSERT_EQ(store.size(), 1u);
-  EXPECT_EQ(store.state(0).sm_basis, SmBasis::kBusyTime);
-  EXPECT_DOUBLE_EQ(store.state(0).vram_history_peak_bytes, 1073741824.0);
+  ASSERT_EQ(store.size(), 2u);
+  for (uint32_t row = 0; row < 2; ++row) {
+    const WorkloadState& st = store.state(row);
+    EXPECT_DOUBLE_EQ(st.vram_history_peak_bytes, 1073741824.0);
+    EXPECT_TRUE(st.per_process_usage);
+    if (st.identity.owner_name() == "a") {
+      EXPECT_EQ(st.sm_basis, SmBasis::kBusyTime) << "the unknown method's busy time";
+      EXPECT_FALSE(st.shared_device_estimate);
+    } else {
+      // MPS clients share the device's measured activity equally: an estimate, flagged.
+      EXPECT_EQ(st.sm_basis, SmBasis::kMeasured);
+      EXPECT_TRUE(st.shared_device_estimate);
+    }
+  }
 }
 
 TEST(DcgmIngestTest, TheBasisOfTheFiguresSurvivesACheckpointAndABadOneIsRefused) {

@@ -114,8 +114,9 @@ TEST(CgroupPathTest, MalformedKubepodsPathsAreRefusedNamingTheLine) {
 class FakeNvmlTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v : {"FAKE_NVML_DIR", "FAKE_NVML_SYNTHETIC", "FAKE_NVML_FAIL",
-                          "FAKE_NVML_NO_GPM", "FAKE_NVML_START", "FAKE_NVML_SPEED"})
+    for (const char* v :
+         {"FAKE_NVML_DIR", "FAKE_NVML_SYNTHETIC", "FAKE_NVML_FAIL", "FAKE_NVML_NO_GPM",
+          "FAKE_NVML_START", "FAKE_NVML_SPEED", "FAKE_NVML_PROCESS_NAMES"})
       ::unsetenv(v);
   }
   std::unique_ptr<nvml::Library> Open() {
@@ -337,6 +338,56 @@ TEST_F(FakeNvmlTest, TheH200RecordingsComeOutAsTheTruthNotAsAnEqualSplit) {
   EXPECT_NEAR(avg(495, &Mean::sm, true), 0.68, 0.04);
   // Held but idle: no SM figure above zero.
   EXPECT_LT(avg(553, &Mean::sm, true), 0.01);
+}
+
+// The H200 under CUDA MPS: each client's memory per pid, every utilization sample the server's
+// (pid 488). Without knowing MPS the clients would read idle and the server would take all the
+// SM activity; knowing it, the clients share the device's activity, flagged as an equal split.
+TEST_F(FakeNvmlTest, UnderMpsTheClientsShareTheDevicesSmActivityAndAreNeverIdle) {
+  ::setenv("FAKE_NVML_DIR", (kFixtures + "/mps").c_str(), 1);
+  ::setenv("FAKE_NVML_PROCESS_NAMES", "488=nvidia-cuda-mps-server", 1);
+  std::unique_ptr<nvml::Library> lib = Open();
+  ASSERT_NE(lib, nullptr);
+  GpuSampler sampler(*lib);
+  SetTime(1796408005);
+  ASSERT_TRUE(sampler.Init().ok());
+  struct Mean {
+    double memory = 0, sm = 0, device_sm = 0;
+    int n = 0;
+    std::map<std::string, int> methods;
+    bool busy_known = false;
+  };
+  std::map<unsigned, Mean> mean;
+  // M1 (8 GiB, 20 %) and M2 (40 GiB, 50 %) together, 1796408010.3-1796408026.3.
+  for (double t = 1796408005; t < 1796408026; t += 0.5) {
+    SetTime(t);
+    const Snapshot snap = sampler.Poll(t);
+    ASSERT_TRUE(snap.devices[0].status.ok()) << snap.devices[0].status.message();
+    if (t < 1796408012) continue;
+    for (const ProcessReading& p : snap.devices[0].processes) {
+      Mean& m = mean[p.pid];
+      m.memory += p.memory_used_bytes;
+      m.sm += p.sm_active_ratio.value_or(0);
+      m.device_sm += snap.devices[0].sm_active_ratio.value_or(0);
+      ++m.n;
+      ++m.methods[p.method];
+      m.busy_known |= p.busy_basis != BusyBasis::kUnknown;
+    }
+  }
+  for (unsigned client : {454u, 455u}) {
+    const Mean& m = mean[client];
+    ASSERT_GT(m.n, 20) << client;
+    EXPECT_EQ(m.methods.at("mps-equal-split"), m.n) << client;
+    EXPECT_FALSE(m.busy_known) << "NVML gives MPS clients no samples: unknown, never idle";
+    EXPECT_NEAR(m.sm / m.n, m.device_sm / m.n / 2, 1e-9) << client;
+    EXPECT_GT(m.sm / m.n, 0.05) << client;
+  }
+  EXPECT_NEAR(mean[454].memory / mean[454].n / kMiB, 8930, 400);
+  EXPECT_NEAR(mean[455].memory / mean[455].n / kMiB, 41570, 600);
+  const Mean& server = mean[488];
+  EXPECT_EQ(server.methods.at("mps-server"), server.n);
+  EXPECT_EQ(server.sm, 0) << "the server runs no kernels of its own";
+  EXPECT_TRUE(server.busy_known) << "its samples are the device's busy time";
 }
 
 TEST_F(FakeNvmlTest, ASoloCalibratedSplitGivesTheOneThreadJobNoCreditForSmsItNeverUsed) {

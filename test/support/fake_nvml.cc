@@ -8,6 +8,7 @@
 //   FAKE_NVML_FAIL=f=c,...  function f returns code c (e.g. nvmlDeviceGetMemoryInfo=15)
 //   FAKE_NVML_NO_GPM=1      GPM not supported
 //   FAKE_NVML_NAME=<name>   the product name (default "NVIDIA H200", the recording's)
+//   FAKE_NVML_PROCESS_NAMES=<pid>=<name>,...  process names (default "python3")
 // Tests may pin the clock: fakeNvmlSetTime(t) (resolved with dlsym) stops the wall clock.
 #include <algorithm>
 #include <chrono>
@@ -211,6 +212,26 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice
   FAKE_GUARD("nvmlDeviceGetUUID");
   if (!ValidDevice(d)) return nv::kInvalidArgument;
   std::snprintf(uuid, length, "GPU-fa4e0000-0000-4000-8000-%012d", d->index);
+  return nv::kSuccess;
+}
+
+// FAKE_NVML_PROCESS_NAMES=<pid>=<name>,... names processes (others are "python3"), e.g. the
+// MPS recording's server: 488=nvidia-cuda-mps-server.
+__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid,
+                                                                             char* name,
+                                                                             unsigned int length) {
+  FAKE_GUARD("nvmlSystemGetProcessName");
+  if (name == nullptr || length == 0) return nv::kInvalidArgument;
+  std::string found = "python3";
+  if (const char* names = std::getenv("FAKE_NVML_PROCESS_NAMES")) {
+    std::stringstream list(names);
+    std::string item;
+    while (std::getline(list, item, ','))
+      if (const size_t eq = item.find('=');
+          eq != std::string::npos && item.substr(0, eq) == std::to_string(pid))
+        found = item.substr(eq + 1);
+  }
+  std::snprintf(name, length, "%s", found.c_str());
   return nv::kSuccess;
 }
 
