@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string_view>
 
 namespace gpuvpa::agent {
 
@@ -25,9 +26,22 @@ GpuSampler::GpuSampler(const nvml::Library& library, SamplerOptions options)
     : lib_(library), options_(options) {}
 
 GpuSampler::~GpuSampler() {
-  for (Device& d : devices_)
-    for (nvmlGpmSample_t s : d.gpm_samples)
-      if (s != nullptr) lib_.fn().GpmSampleFree(s);
+  for (Device& d : devices_) {
+    FreeGpm(d.gpm);
+    for (Instance& in : d.instances) FreeGpm(in.gpm);
+  }
+}
+
+bool GpuSampler::AllocGpm(Gpm& g) const {
+  const nvml::Functions& fn = lib_.fn();
+  g.on = fn.GpmSampleAlloc(&g.samples[0]) == nvml::kSuccess &&
+         fn.GpmSampleAlloc(&g.samples[1]) == nvml::kSuccess;
+  return g.on;
+}
+
+void GpuSampler::FreeGpm(Gpm& g) const {
+  for (nvmlGpmSample_t& s : g.samples)
+    if (s != nullptr) lib_.fn().GpmSampleFree(s), s = nullptr;
 }
 
 Status GpuSampler::Init() {
@@ -51,16 +65,70 @@ Status GpuSampler::Init() {
     if (fn.DeviceGetName != nullptr &&
         fn.DeviceGetName(d.handle, name, sizeof name) == nvml::kSuccess)
       d.name = name;
+    bool gpm = false;
     if (fn.GpmQueryDeviceSupport != nullptr) {
       nvmlGpmSupport_t support{};
       support.version = nvml::kGpmSupportVersion;
-      d.gpm = fn.GpmQueryDeviceSupport(d.handle, &support) == nvml::kSuccess &&
-              support.isSupportedDevice != 0 &&
-              fn.GpmSampleAlloc(&d.gpm_samples[0]) == nvml::kSuccess &&
-              fn.GpmSampleAlloc(&d.gpm_samples[1]) == nvml::kSuccess;
+      gpm = fn.GpmQueryDeviceSupport(d.handle, &support) == nvml::kSuccess &&
+            support.isSupportedDevice != 0;
+    }
+    unsigned int current = 0, pending = 0;
+    d.mig = fn.DeviceGetMigMode != nullptr &&
+            fn.DeviceGetMigMode(d.handle, &current, &pending) == nvml::kSuccess && current == 1;
+    if (d.mig) {
+      if (Status s = FindInstances(d); !s.ok()) return s;
+      for (Instance& in : d.instances)
+        if (gpm && fn.GpmMigSampleGet != nullptr) AllocGpm(in.gpm);
+    } else if (gpm) {
+      AllocGpm(d.gpm);
     }
   }
   return OkStatus();
+}
+
+Status GpuSampler::FindInstances(Device& d) {
+  const nvml::Functions& fn = lib_.fn();
+  unsigned int slots = 0;
+  if (nvmlReturn_t rc = fn.DeviceGetMaxMigDeviceCount(d.handle, &slots); rc != nvml::kSuccess)
+    return UnavailableError(
+        lib_.Error("nvmlDeviceGetMaxMigDeviceCount(" + d.uuid + ")", rc).message());
+  for (unsigned int i = 0; i < slots; ++i) {
+    Instance in;
+    const nvmlReturn_t rc = fn.DeviceGetMigDeviceHandleByIndex(d.handle, i, &in.handle);
+    if (rc == nvml::kNotFound) continue;  // an empty slot
+    const std::string what = "MIG device " + std::to_string(i) + " of " + d.uuid;
+    if (rc != nvml::kSuccess)
+      return UnavailableError(
+          lib_.Error("nvmlDeviceGetMigDeviceHandleByIndex(" + what + ")", rc).message());
+    if (nvmlReturn_t r = fn.DeviceGetGpuInstanceId(in.handle, &in.gpu_instance);
+        r != nvml::kSuccess)
+      return UnavailableError(lib_.Error("nvmlDeviceGetGpuInstanceId(" + what + ")", r).message());
+    char uuid[nvml::kUuidBufferSize] = {};
+    if (nvmlReturn_t r = fn.DeviceGetUUID(in.handle, uuid, sizeof uuid); r != nvml::kSuccess)
+      return UnavailableError(lib_.Error("nvmlDeviceGetUUID(" + what + ")", r).message());
+    in.uuid = uuid;
+    // A MIG device's name ends in its profile: "NVIDIA H200 MIG 1g.18gb".
+    char name[nvml::kNameBufferSize] = {};
+    if (fn.DeviceGetName != nullptr &&
+        fn.DeviceGetName(in.handle, name, sizeof name) == nvml::kSuccess) {
+      const std::string_view text(name);
+      if (const size_t at = text.rfind("MIG "); at != std::string_view::npos)
+        in.profile = text.substr(at + 4);
+    }
+    d.instances.push_back(std::move(in));
+  }
+  return OkStatus();
+}
+
+const InstanceReading* DeviceReading::InstanceOf(const ProcessReading& p) const {
+  for (const InstanceReading& in : instances)
+    if (in.gpu_instance == p.gpu_instance) return &in;
+  return nullptr;
+}
+
+const std::string& DeviceReading::HolderUuid(const ProcessReading& p) const {
+  const InstanceReading* in = InstanceOf(p);
+  return in != nullptr ? in->uuid : uuid;
 }
 
 Snapshot GpuSampler::Poll(double now_s) {
@@ -78,6 +146,7 @@ void GpuSampler::ReadDevice(Device& d, double now_s, DeviceReading& out) {
   const nvml::Functions& fn = lib_.fn();
   out.uuid = d.uuid;
   out.name = d.name;
+  out.mig = d.mig;
   auto note = [&](Status s) {
     if (out.status.ok()) out.status = std::move(s);
   };
@@ -88,12 +157,22 @@ void GpuSampler::ReadDevice(Device& d, double now_s, DeviceReading& out) {
   } else {
     note(lib_.Error("nvmlDeviceGetMemoryInfo(" + d.uuid + ")", rc));
   }
+  if (d.mig) {
+    // In MIG mode NVML has no util.gpu and no per-process utilization: per instance GPM and
+    // memory, and the processes of each instance.
+    ReadInstances(d, now_s, out);
+    AttributeMig(out);
+    return;
+  }
   nvmlUtilization_t util{};
   if (nvmlReturn_t rc = fn.DeviceGetUtilizationRates(d.handle, &util); rc == nvml::kSuccess)
     out.busy_ratio = std::min(100u, util.gpu) / 100.0;
   else
     note(lib_.Error("nvmlDeviceGetUtilizationRates(" + d.uuid + ")", rc));
-  SampleGpm(d, now_s, out);
+  SampleGpm(d.gpm, "nvmlGpmSampleGet", d.uuid, now_s, out.status,
+            [&](nvmlGpmSample_t s) { return fn.GpmSampleGet(d.handle, s); });
+  out.sm_active_ratio = d.gpm.sm_active;
+  out.sm_occupancy_ratio = d.gpm.sm_occupancy;
   if (Status s = ReadProcesses(d, out); !s.ok()) {
     note(std::move(s));
     return;  // no process list: no per-process figures this pass
@@ -102,70 +181,118 @@ void GpuSampler::ReadDevice(Device& d, double now_s, DeviceReading& out) {
   AttributeSm(d, out);
 }
 
-void GpuSampler::SampleGpm(Device& d, double now_s, DeviceReading& out) {
-  if (!d.gpm) return;
+void GpuSampler::ReadInstances(Device& d, double now_s, DeviceReading& out) {
   const nvml::Functions& fn = lib_.fn();
-  if (d.gpm_newest < 0 || now_s - d.gpm_time_s >= options_.min_gpm_interval_s) {
-    const int next = d.gpm_newest < 0 ? 0 : 1 - d.gpm_newest;
-    if (nvmlReturn_t rc = fn.GpmSampleGet(d.handle, d.gpm_samples[next]); rc != nvml::kSuccess) {
-      const Status s = lib_.Error("nvmlGpmSampleGet(" + d.uuid + ")", rc);
-      if (rc == nvml::kNoPermission || rc == nvml::kNotSupported) {
-        // A refusal that every later pass would repeat (a driver that keeps GPM to admins, a
-        // vGPU without it): said once, and this device's SM figures are busy time from now on.
-        spdlog::warn(
-            "{}: SM activity of this GPU is not read from now on; its processes' SM "
-            "figures are busy time (method busy-time-only)",
-            s.message());
-        d.gpm = false;
-        d.sm_active.reset();
-        d.sm_occupancy.reset();
-        return;
-      }
-      if (out.status.ok()) out.status = s;
-      return;
+  for (auto& [pid, state] : d.processes) state.seen_this_pass = false;
+  for (Instance& in : d.instances) {
+    InstanceReading& r = out.instances.emplace_back();
+    r.gpu_instance = in.gpu_instance;
+    r.uuid = in.uuid;
+    r.profile = in.profile;
+    nvmlMemory_t memory{};
+    if (nvmlReturn_t rc = fn.DeviceGetMemoryInfo(in.handle, &memory); rc == nvml::kSuccess) {
+      r.memory_used_bytes = static_cast<double>(memory.used);
+      r.memory_total_bytes = static_cast<double>(memory.total);
+    } else if (out.status.ok()) {
+      out.status = lib_.Error("nvmlDeviceGetMemoryInfo(" + in.uuid + ")", rc);
     }
-    if (d.gpm_newest >= 0) {
-      nvmlGpmMetricsGet_t get{};
-      get.version = nvml::kGpmMetricsGetVersion;
-      get.numMetrics = 2;
-      get.sample1 = d.gpm_samples[d.gpm_newest];
-      get.sample2 = d.gpm_samples[next];
-      get.metrics[0].metricId = nvml::kGpmSmUtil;
-      get.metrics[1].metricId = nvml::kGpmSmOccupancy;
-      if (nvmlReturn_t rc = fn.GpmMetricsGet(&get); rc != nvml::kSuccess) {
-        if (out.status.ok()) out.status = lib_.Error("nvmlGpmMetricsGet(" + d.uuid + ")", rc);
-        d.sm_active.reset();
-      } else {
-        auto ratio = [](const nvmlGpmMetric_t& m) -> std::optional<double> {
-          if (m.nvmlReturn != nvml::kSuccess || !(m.value >= 0)) return std::nullopt;
-          return std::min(1.0, m.value / 100.0);
-        };
-        d.sm_active = ratio(get.metrics[0]);
-        d.sm_occupancy = ratio(get.metrics[1]);
-      }
+    const unsigned int gi = in.gpu_instance;
+    SampleGpm(in.gpm, "nvmlGpmMigSampleGet", in.uuid, now_s, out.status,
+              [&](nvmlGpmSample_t s) { return fn.GpmMigSampleGet(d.handle, gi, s); });
+    r.sm_active_ratio = in.gpm.sm_active;
+    const size_t first = out.processes.size();
+    if (Status s = ListProcesses(d, in.handle, in.uuid, in.info_buffer, out); !s.ok()) {
+      if (out.status.ok()) out.status = std::move(s);
+      continue;
     }
-    d.gpm_newest = next;
-    d.gpm_time_s = now_s;
+    for (size_t i = first; i < out.processes.size(); ++i) out.processes[i].gpu_instance = gi;
   }
-  out.sm_active_ratio = d.sm_active;
-  out.sm_occupancy_ratio = d.sm_occupancy;
+  std::erase_if(d.processes, [](const auto& kv) { return !kv.second.seen_this_pass; });
 }
 
-Status GpuSampler::ReadProcesses(Device& d, DeviceReading& out) {
+// Processes of one MIG instance share its SM activity; NVML has no busy time there to split it
+// by, so several share it equally ("mig-equal-split", bounds 0 and the instance's activity).
+void GpuSampler::AttributeMig(DeviceReading& out) {
+  std::map<unsigned int, int> per_instance;
+  for (const ProcessReading& p : out.processes) ++per_instance[p.gpu_instance];
+  for (ProcessReading& p : out.processes) {
+    const InstanceReading* in = out.InstanceOf(p);
+    if (in == nullptr || !in->sm_active_ratio) {
+      p.method = "busy-time-only";  // no GPM on this instance: memory only
+      continue;
+    }
+    const int n = per_instance[p.gpu_instance];
+    const double sm = std::min(1.0, *in->sm_active_ratio);
+    p.sm_active_ratio = sm / n;
+    p.sm_active_lower_ratio = n == 1 ? sm : 0;
+    p.sm_active_upper_ratio = sm;
+    p.method = n == 1 ? "alone" : "mig-equal-split";
+  }
+}
+
+template <typename Take>
+void GpuSampler::SampleGpm(Gpm& g, const std::string& sample_call, const std::string& what,
+                           double now_s, Status& status, Take take) {
+  if (!g.on) return;
   const nvml::Functions& fn = lib_.fn();
-  unsigned int count = static_cast<unsigned int>(d.info_buffer.size());
-  nvmlReturn_t rc = fn.DeviceGetComputeRunningProcesses(d.handle, &count, d.info_buffer.data());
+  if (g.newest >= 0 && now_s - g.time_s < options_.min_gpm_interval_s) return;
+  const int next = g.newest < 0 ? 0 : 1 - g.newest;
+  if (nvmlReturn_t rc = take(g.samples[next]); rc != nvml::kSuccess) {
+    const Status s = lib_.Error(sample_call + "(" + what + ")", rc);
+    if (rc == nvml::kNoPermission || rc == nvml::kNotSupported) {
+      // A refusal that every later pass would repeat (a driver that keeps GPM to admins, a
+      // vGPU without it): said once, and SM figures here are busy time from now on.
+      spdlog::warn(
+          "{}: SM activity of this GPU is not read from now on; its processes' SM "
+          "figures are busy time (method busy-time-only)",
+          s.message());
+      g.on = false;
+      g.sm_active.reset();
+      g.sm_occupancy.reset();
+      return;
+    }
+    if (status.ok()) status = s;
+    return;
+  }
+  if (g.newest >= 0) {
+    nvmlGpmMetricsGet_t get{};
+    get.version = nvml::kGpmMetricsGetVersion;
+    get.numMetrics = 2;
+    get.sample1 = g.samples[g.newest];
+    get.sample2 = g.samples[next];
+    get.metrics[0].metricId = nvml::kGpmSmUtil;
+    get.metrics[1].metricId = nvml::kGpmSmOccupancy;
+    if (nvmlReturn_t rc = fn.GpmMetricsGet(&get); rc != nvml::kSuccess) {
+      if (status.ok()) status = lib_.Error("nvmlGpmMetricsGet(" + what + ")", rc);
+      g.sm_active.reset();
+    } else {
+      auto ratio = [](const nvmlGpmMetric_t& m) -> std::optional<double> {
+        if (m.nvmlReturn != nvml::kSuccess || !(m.value >= 0)) return std::nullopt;
+        return std::min(1.0, m.value / 100.0);
+      };
+      g.sm_active = ratio(get.metrics[0]);
+      g.sm_occupancy = ratio(get.metrics[1]);
+    }
+  }
+  g.newest = next;
+  g.time_s = now_s;
+}
+
+Status GpuSampler::ListProcesses(Device& d, nvmlDevice_t handle, const std::string& what,
+                                 std::vector<nvmlProcessInfo_t>& buffer, DeviceReading& out) {
+  const nvml::Functions& fn = lib_.fn();
+  unsigned int count = static_cast<unsigned int>(buffer.size());
+  nvmlReturn_t rc = fn.DeviceGetComputeRunningProcesses(handle, &count, buffer.data());
   for (int tries = 0; rc == nvml::kInsufficientSize && tries < 3; ++tries) {
-    d.info_buffer.resize(count + 8);  // room for processes that start meanwhile
-    count = static_cast<unsigned int>(d.info_buffer.size());
-    rc = fn.DeviceGetComputeRunningProcesses(d.handle, &count, d.info_buffer.data());
+    buffer.resize(count + 8);  // room for processes that start meanwhile
+    count = static_cast<unsigned int>(buffer.size());
+    rc = fn.DeviceGetComputeRunningProcesses(handle, &count, buffer.data());
   }
   if (rc != nvml::kSuccess)
-    return lib_.Error("nvmlDeviceGetComputeRunningProcesses_v3(" + d.uuid + ")", rc);
-  for (auto& [pid, state] : d.processes) state.seen_this_pass = false;
-  out.processes.reserve(count);
+    return lib_.Error("nvmlDeviceGetComputeRunningProcesses_v3(" + what + ")", rc);
+  out.processes.reserve(out.processes.size() + count);
   for (unsigned int i = 0; i < count; ++i) {
-    const nvmlProcessInfo_t& info = d.info_buffer[i];
+    const nvmlProcessInfo_t& info = buffer[i];
     ProcessReading p;
     p.pid = info.pid;
     p.gpu_instance = info.gpuInstanceId;
@@ -179,6 +306,13 @@ Status GpuSampler::ReadProcesses(Device& d, DeviceReading& out) {
     p.mps_server = st.mps_server;
     out.processes.push_back(p);
   }
+  return OkStatus();
+}
+
+Status GpuSampler::ReadProcesses(Device& d, DeviceReading& out) {
+  for (auto& [pid, state] : d.processes) state.seen_this_pass = false;
+  Status s = ListProcesses(d, d.handle, d.uuid, d.info_buffer, out);
+  if (!s.ok()) return s;
   // Processes that ended forget what was learned of them (a pid may be reused).
   std::erase_if(d.processes, [](const auto& kv) { return !kv.second.seen_this_pass; });
   return OkStatus();

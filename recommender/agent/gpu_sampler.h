@@ -33,6 +33,10 @@
 // Every split figure is capped at the process's busy time (kernels occupy SMs only while the
 // process is busy) and comes with the bounds the data allows: lower = what the others cannot
 // account for, upper = min(busy time, device SM activity).
+// MIG mode: per instance, through its MIG device (memory, processes, nvmlGpmMigSampleGet SM
+// activity as a ratio of the instance); NVML has no util.gpu or per-process utilization there.
+// A process alone on its instance gets the instance's activity ("alone"); several share it
+// equally ("mig-equal-split", bounds 0 and the instance's activity).
 #pragma once
 
 #include <map>
@@ -74,16 +78,34 @@ struct ProcessReading {
   bool mps_server = false;
 };
 
+// A MIG GPU instance: its memory and its own GPM SM activity (nvmlGpmMigSampleGet), a ratio of
+// the instance's SMs, as DCGM's per-instance profiling metrics are.
+struct InstanceReading {
+  unsigned int gpu_instance = 0;
+  std::string uuid;     // MIG-...
+  std::string profile;  // "1g.18gb", from the MIG device's name; "" when it has none
+  double memory_used_bytes = 0, memory_total_bytes = 0;
+  std::optional<double> sm_active_ratio;
+};
+
 struct DeviceReading {
   unsigned int index = 0;
   std::string uuid;
   std::string name;  // the product name (nvmlDeviceGetName), "" when the library has none
   double memory_used_bytes = 0, memory_total_bytes = 0;
-  double busy_ratio = 0;                  // util.gpu / 100
+  bool mig = false;                       // MIG mode: figures per instance, no util.gpu
+  double busy_ratio = 0;                  // util.gpu / 100 (not in MIG mode)
   std::optional<double> sm_active_ratio;  // GPM SM_UTIL / 100, when supported
   std::optional<double> sm_occupancy_ratio;
   std::vector<ProcessReading> processes;
+  std::vector<InstanceReading> instances;  // MIG mode
   Status status;  // the first failure of this pass (the device's figures are then partial)
+
+  // The instance a process runs in (MIG mode), or null.
+  const InstanceReading* InstanceOf(const ProcessReading& p) const;
+  // The id the kubelet's pod-resources table names for the part of the device `p` runs on:
+  // its MIG instance's UUID, else the GPU's.
+  const std::string& HolderUuid(const ProcessReading& p) const;
 };
 
 struct Snapshot {
@@ -114,27 +136,53 @@ class GpuSampler {
     bool seen_this_pass = false;
     bool named = false, mps_server = false;  // its name asked once
   };
+  // GPM of a device or a MIG instance: the two latest samples and the metrics between them.
+  struct Gpm {
+    bool on = false;
+    nvmlGpmSample_t samples[2] = {nullptr, nullptr};
+    int newest = -1;  // index of the newest sample taken, -1 none
+    double time_s = 0;
+    std::optional<double> sm_active, sm_occupancy;
+  };
+  struct Instance {
+    nvmlDevice_t handle = nullptr;  // the MIG device
+    unsigned int gpu_instance = 0;
+    std::string uuid, profile;
+    Gpm gpm;
+    std::vector<nvmlProcessInfo_t> info_buffer;
+  };
   struct Device {
     nvmlDevice_t handle = nullptr;
     std::string uuid, name;
-    bool gpm = false;
-    nvmlGpmSample_t gpm_samples[2] = {nullptr, nullptr};
-    int gpm_newest = -1;  // index of the newest sample taken, -1 none
-    double gpm_time_s = 0;
-    std::optional<double> sm_active, sm_occupancy;
+    Gpm gpm;
+    // MIG mode: the instances, found at Init (the GPU operator's MIG manager evicts GPU
+    // clients, this agent included, while it changes the geometry).
+    bool mig = false;
+    std::vector<Instance> instances;
     unsigned long long last_seen_us = 0;
     std::map<unsigned int, ProcessState> processes;
     std::vector<nvmlProcessInfo_t> info_buffer;
     std::vector<nvmlProcessUtilizationSample_t> util_buffer;
   };
   void ReadDevice(Device& d, double now_s, DeviceReading& out);
-  void SampleGpm(Device& d, double now_s, DeviceReading& out);
+  // One GPM sample through `take` when the last is old enough, and the metrics since it.
+  template <typename Take>
+  void SampleGpm(Gpm& g, const std::string& sample_call, const std::string& what, double now_s,
+                 Status& status, Take take);
+  bool AllocGpm(Gpm& g) const;
+  void FreeGpm(Gpm& g) const;
+  Status FindInstances(Device& d);
+  void ReadInstances(Device& d, double now_s, DeviceReading& out);
+  // Appends the processes `handle` lists (the GPU, or one MIG device) to out.processes.
+  Status ListProcesses(Device& d, nvmlDevice_t handle, const std::string& what,
+                       std::vector<nvmlProcessInfo_t>& buffer, DeviceReading& out);
   Status ReadProcesses(Device& d, DeviceReading& out);
   void ReadBusyTime(Device& d, DeviceReading& out);
   bool IsMpsServer(unsigned int pid) const;
   static void AttributeMps(const DeviceReading& device, std::vector<ProcessReading*>& clients,
                            std::vector<ProcessReading*>& servers);
   void AttributeSm(Device& d, DeviceReading& out);
+  static void AttributeMig(DeviceReading& out);
 
   const nvml::Library& lib_;
   SamplerOptions options_;

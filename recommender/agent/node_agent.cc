@@ -177,7 +177,7 @@ Status NodeAgent::PollOnce(double now_s) {
   for (size_t i = 0; i < snap.devices.size(); ++i) {
     const DeviceReading& d = snap.devices[i];
     for (const ProcessReading& p : d.processes) {
-      Owner& o = owners[i].emplace_back(OwnerOf(p.pid, d.uuid, now_s));
+      Owner& o = owners[i].emplace_back(OwnerOf(p.pid, d.HolderUuid(p), now_s));
       if (!o.pod_uid.empty() && pods_ && o.pod.empty()) ++unresolved;
     }
   }
@@ -226,8 +226,17 @@ void NodeAgent::Publish(const Snapshot& snap, const std::vector<std::vector<Owne
     if (!d.name.empty()) dev["model_name"] = d.name;
     if (!options_.node_name.empty()) dev["node"] = options_.node_name;
     set(kDeviceMemory, dev, d.memory_used_bytes);
-    set(kDeviceBusy, dev, d.busy_ratio);
+    if (!d.mig) set(kDeviceBusy, dev, d.busy_ratio);  // NVML has no util.gpu in MIG mode
     if (d.sm_active_ratio) set(kDeviceSm, dev, *d.sm_active_ratio);
+    // MIG instances: their memory and their own SM activity (a ratio of the instance's SMs).
+    for (const InstanceReading& in : d.instances) {
+      std::map<std::string, std::string> labels = dev;
+      labels["gpu_instance"] = Instance(in.gpu_instance);
+      labels["mig_uuid"] = in.uuid;
+      if (!in.profile.empty()) labels["mig_profile"] = in.profile;
+      set(kDeviceMemory, labels, in.memory_used_bytes);
+      if (in.sm_active_ratio) set(kDeviceSm, labels, *in.sm_active_ratio);
+    }
     // Processes of one owner and instance add up.
     struct Sum {
       double memory = 0, busy = 0, sm = 0, lower = 0, upper = 0;
@@ -238,10 +247,10 @@ void NodeAgent::Publish(const Snapshot& snap, const std::vector<std::vector<Owne
     for (size_t j = 0; j < d.processes.size(); ++j) {
       const ProcessReading& p = d.processes[j];
       const Owner& o = owners[i][j];
-      // A MIG instance's holders are MIG UUIDs the process list does not carry: not checked.
-      if (p.gpu_instance == nvml::kNoGpuInstance && !Allocated(o, d.uuid)) {
+      // A MIG instance's holder is named by the instance's MIG UUID.
+      if (const std::string& holder = d.HolderUuid(p); !Allocated(o, holder)) {
         ++unallocated;
-        const std::string what = o.ns + "/" + o.pod + " container " + o.container + " on " + d.uuid;
+        const std::string what = o.ns + "/" + o.pod + " container " + o.container + " on " + holder;
         if (warned_unallocated_.insert(what).second)
           spdlog::warn("pod {} uses a GPU the kubelet did not allocate to it (pid {})", what,
                        p.pid);
@@ -264,6 +273,11 @@ void NodeAgent::Publish(const Snapshot& snap, const std::vector<std::vector<Owne
       const auto& [o, instance, method] = key;
       std::map<std::string, std::string> labels = dev;
       labels["gpu_instance"] = instance;
+      for (const InstanceReading& in : d.instances)
+        if (Instance(in.gpu_instance) == instance) {
+          labels["mig_uuid"] = in.uuid;
+          if (!in.profile.empty()) labels["mig_profile"] = in.profile;
+        }
       labels["namespace"] = o.ns;
       labels["pod"] = o.pod;
       labels["container"] = o.container;

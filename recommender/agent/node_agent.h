@@ -12,8 +12,9 @@
 // wrong team. Processes of one container on one device add up.
 //
 // Series (gauges; labels node, gpu, model_name, gpu_uuid, gpu_instance on every device and
-// container series; namespace, pod, container, method, and the owner's pid, or pod_uid and
-// container_id on the container series):
+// container series, and mig_uuid, mig_profile on a MIG instance's; namespace, pod, container,
+// method, and the owner's pid, or pod_uid and container_id on the container series; no
+// gpuvpa_gpu_busy_ratio in MIG mode, where NVML has none):
 //   gpuvpa_container_gpu_memory_used_bytes, gpuvpa_container_gpu_busy_ratio (NVML smUtil:
 //   busy time), gpuvpa_container_gpu_sm_active_ratio (share of the device's SMs, see
 //   gpu_sampler.h for the methods) with _lower_ratio / _upper_ratio (the bounds the data

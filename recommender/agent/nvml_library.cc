@@ -87,6 +87,14 @@ Result<std::unique_ptr<Library>> Library::Open(const std::string& path) {
   Resolve(handle, "nvmlGpmMetricsGet", fn.GpmMetricsGet);
   if (!fn.GpmSampleAlloc || !fn.GpmSampleFree || !fn.GpmSampleGet || !fn.GpmMetricsGet)
     fn.GpmQueryDeviceSupport = nullptr;  // GPM needs all of them
+  Resolve(handle, "nvmlDeviceGetMigMode", fn.DeviceGetMigMode);
+  Resolve(handle, "nvmlDeviceGetMaxMigDeviceCount", fn.DeviceGetMaxMigDeviceCount);
+  Resolve(handle, "nvmlDeviceGetMigDeviceHandleByIndex", fn.DeviceGetMigDeviceHandleByIndex);
+  Resolve(handle, "nvmlDeviceGetGpuInstanceId", fn.DeviceGetGpuInstanceId);
+  Resolve(handle, "nvmlGpmMigSampleGet", fn.GpmMigSampleGet);
+  if (!fn.DeviceGetMaxMigDeviceCount || !fn.DeviceGetMigDeviceHandleByIndex ||
+      !fn.DeviceGetGpuInstanceId)
+    fn.DeviceGetMigMode = nullptr;  // MIG instances need all of them
   std::unique_ptr<Library> library(new Library(handle, fn));
   if (const nvmlReturn_t rc = fn.Init(); rc != kSuccess) {
     Status s = library->Error("nvmlInit_v2", rc);

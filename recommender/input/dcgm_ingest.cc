@@ -68,8 +68,9 @@ int KindOf(const DcgmNames& names, const std::string& metric) {
 int64_t TimeKey(double time_s) { return std::llround(time_s * 1000); }
 
 // What the node agent's SM figure stands on, by its `method` label (gpu_sampler.h): "alone"
-// and "idle" are measured, "mps-equal-split" is the device's measured activity split equally
-// between MPS clients (an estimate, flagged as DCGM's equal split is).
+// and "idle" are measured, "mps-equal-split" and "mig-equal-split" are the device's (or
+// instance's) measured activity split equally between its processes (an estimate, flagged as
+// DCGM's equal split is).
 struct AgentMethod {
   SmBasis basis;
   bool equal_split;
@@ -78,7 +79,8 @@ std::optional<AgentMethod> AgentMethodBasis(std::string_view method) {
   if (method == "alone" || method == "idle") return AgentMethod{SmBasis::kMeasured, false};
   if (method == "solo-calibrated") return AgentMethod{SmBasis::kSmActiveSoloCalibrated, false};
   if (method == "busy-proportional") return AgentMethod{SmBasis::kSmActiveByBusyShare, false};
-  if (method == "mps-equal-split") return AgentMethod{SmBasis::kMeasured, true};
+  if (method == "mps-equal-split" || method == "mig-equal-split")
+    return AgentMethod{SmBasis::kMeasured, true};
   return std::nullopt;
 }
 
@@ -170,7 +172,9 @@ struct DcgmIngester::DeviceLoad {
   // The node agent's merged series (Entry points into them).
   std::deque<LabeledSeries> merged;
 
-  static std::string AgentKey(const Entry& e) { return e.uuid + '\x1f' + e.ContainerKey(); }
+  static std::string AgentKey(const Entry& e) {
+    return e.uuid + '\x1f' + std::to_string(e.device) + '\x1f' + e.ContainerKey();
+  }
   bool Superseded(const Entry& e, double time_s) const {
     if (e.agent || agent_times.empty()) return false;
     const auto it = agent_times.find(AgentKey(e));
@@ -337,16 +341,21 @@ void DcgmIngester::AddAgentSeries(const LabeledSeries& s, int kind, std::string_
     if (kind == kAgentVramKind) report.no_pod += s.points.size();
     return;
   }
-  if (!s.Label(a.instance_label).empty()) {
-    if (kind == kAgentVramKind) ++report.agent_mig_series;
-    return;
-  }
   Entry e;
+  int gi = -1;
+  if (const std::string_view instance = s.Label(a.instance_label); !instance.empty()) {
+    e.mig_profile = s.Label(a.mig_profile_label);
+    if (e.mig_profile.empty() || !ParseIndex(instance, gi)) {
+      if (kind == kAgentVramKind) ++report.agent_mig_series;
+      return;
+    }
+  }
   e.agent = true;
   e.host = s.Label(a.node_label);
   e.uuid = s.Label(a.uuid_label);
   e.model = s.Label(a.model_label);
   if (!ParseIndex(s.Label(a.gpu_label), e.device)) e.device = 0;
+  if (gi >= 0) e.device = 1000 * (e.device + 1) + gi;
   e.device_key = e.host + "|" + e.uuid + "|" + std::to_string(e.device);
   e.ns = ns;
   e.pod = pod;
@@ -381,8 +390,9 @@ void DcgmIngester::MergeAgentSeries(Entry& e, std::deque<LabeledSeries>& merged,
         if (!known) {
           AddIssue(report, e.Who() + ": node agent " + a.method_label + " \"" +
                                std::string(method) +
-                               "\" is not alone, idle, solo-calibrated, busy-proportional or "
-                               "mps-equal-split: its SM figures are not used (its busy time is)");
+                               "\" is not alone, idle, solo-calibrated, busy-proportional, "
+                               "mps-equal-split or mig-equal-split: its SM figures are not used "
+                               "(its busy time is)");
           continue;
         }
         how = *known;

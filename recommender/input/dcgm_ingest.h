@@ -60,8 +60,10 @@ namespace gpuvpa::recommender {
 // basis: "alone" measured, "solo-calibrated", "busy-proportional"), else its busy time (basis
 // busy_time). Pod labels are the DCGM lists' (exported_* first: a PodMonitor without
 // honorLabels moves the agent's namespace/pod/container there); a series whose namespace is
-// the agent's own is a process the agent could not name, and has no pod. MIG instances
-// (gpu_instance set) are left to DCGM's per-instance series, counted in agent_mig_series.
+// the agent's own is a process the agent could not name, and has no pod. A MIG instance's
+// series (gpu_instance and mig_profile set) are the instance's device (1000 * (gpu + 1) +
+// gpu_instance, as DCGM's GPU_I_ID), its SM a ratio of the instance; one without a profile is
+// left to DCGM's, counted in agent_mig_series.
 struct NodeAgentNames {
   bool enabled = false;
   std::string memory_bytes = "gpuvpa_container_gpu_memory_used_bytes";
@@ -69,6 +71,7 @@ struct NodeAgentNames {
   std::string sm_active_ratio = "gpuvpa_container_gpu_sm_active_ratio";
   std::string node_label = "node", gpu_label = "gpu", uuid_label = "gpu_uuid";
   std::string instance_label = "gpu_instance", model_label = "model_name";
+  std::string mig_profile_label = "mig_profile";
   std::string method_label = "method";
   std::string own_namespace = "gpuvpa-node-agent";
 };
@@ -131,7 +134,7 @@ struct DcgmIngestReport {
   size_t per_process_samples = 0;    // a shared device's per-pod readings (no equal split)
   size_t agent_samples = 0;          // of those, from the node agent's series
   size_t superseded_by_agent = 0;    // DCGM VRAM points of containers the agent reports
-  size_t agent_mig_series = 0;       // agent series of MIG instances (DCGM's are used)
+  size_t agent_mig_series = 0;       // agent MIG series without a profile (DCGM's are used)
   std::array<size_t, kSmSourceCount> sm_source_series{};  // series per chosen SM source
   size_t owner_from_kube_state = 0, owner_from_pod_name = 0, owner_bare_pod = 0;
   // Samples charged to "unallocated" because the cost center they named is not valid text.

@@ -528,25 +528,37 @@ TEST(DcgmIngestTest, TheNodeAgentsMethodGivesTheBasisAndAnUnknownOneIsNamed) {
   options.now_s = 1.8e9;
   options.names.node_agent.enabled = true;
   DcgmIngester ingester(store, GpuCatalog::BuiltIn(), options);
-  auto series = [](const std::string& pod, const std::string& method, double sm) {
+  auto series = [](const std::string& pod, const std::string& method, double sm,
+                   const std::string& mig = "") {
     const std::string l = "{namespace=\"ml\",pod=\"" + pod +
                           "\",container=\"main\",node=\"n1\",gpu=\"0\",gpu_uuid=\"GPU-5a1e\","
                           "model_name=\"NVIDIA H200\",method=\"" +
-                          method + "\"} ";
+                          method + "\"" + mig + "} ";
     return "gpuvpa_container_gpu_memory_used_bytes" + l + "1073741824 1700000000\n" +
            "gpuvpa_container_gpu_busy_ratio" + l + "0.5 1700000000\n" +
            "gpuvpa_container_gpu_sm_active_ratio" + l + std::to_string(sm) + " 1700000000\n";
   };
-  Result<ExpositionParse> p = ParseExpositionText(
-      series("a-0", "guess", 0.1) + series("m-0", "mps-equal-split", 0.2) + "# EOF\n");
+  // A MIG instance's series (its own device, SM a ratio of the instance), and one without the
+  // profile (left to DCGM).
+  const std::string mig = ",gpu_instance=\"7\",mig_profile=\"1g.18gb\"";
+  Result<ExpositionParse> p =
+      ParseExpositionText(series("a-0", "guess", 0.1) + series("m-0", "mps-equal-split", 0.2) +
+                          series("g-0", "alone", 0.3, mig) +
+                          series("x-0", "alone", 0.3, ",gpu_instance=\"8\"") + "# EOF\n");
   ASSERT_TRUE(p.ok()) << p.status().message();
   const DcgmIngestReport r = ingester.Ingest(p->series);
-  EXPECT_EQ(r.accepted, 2u);
+  EXPECT_EQ(r.accepted, 3u);
+  EXPECT_EQ(r.agent_mig_series, 1u);
+  ASSERT_EQ(store.size(), 3u);
+  const WorkloadState& g = store.state(2);
+  EXPECT_EQ(g.identity.owner_name(), "g");
+  EXPECT_EQ(g.identity.allocation(), "nvidia.com/mig-1g.18gb=1");
+  EXPECT_DOUBLE_EQ(g.used_sm_gpu_seconds / g.observed_seconds, 0.3 * g.unit.device_fraction);
+  EXPECT_FALSE(g.shared_device_estimate) << "alone on its instance";
   ASSERT_EQ(r.issues.size(), 1u);
   EXPECT_NE(r.issues[0].find("method \"guess\" is not alone, idle, solo-calibrated"),
             std::string::npos)
       << r.issues[0];
-  ASSERT_EQ(store.size(), 2u);
   for (uint32_t row = 0; row < 2; ++row) {
     const WorkloadState& st = store.state(row);
     EXPECT_DOUBLE_EQ(st.vram_history_peak_bytes, 1073741824.0);

@@ -116,7 +116,7 @@ class FakeNvmlTest : public ::testing::Test {
   void SetUp() override {
     for (const char* v :
          {"FAKE_NVML_DIR", "FAKE_NVML_SYNTHETIC", "FAKE_NVML_FAIL", "FAKE_NVML_NO_GPM",
-          "FAKE_NVML_START", "FAKE_NVML_SPEED", "FAKE_NVML_PROCESS_NAMES"})
+          "FAKE_NVML_START", "FAKE_NVML_SPEED", "FAKE_NVML_PROCESS_NAMES", "FAKE_NVML_MIG"})
       ::unsetenv(v);
   }
   std::unique_ptr<nvml::Library> Open() {
@@ -175,6 +175,73 @@ TEST_F(FakeNvmlTest, ALostGpuMakesTheAgentNotReady) {
   EXPECT_EQ(agent.HandleHttp("/healthz").status, 200) << "alive: a restart would not help";
   EXPECT_NE(agent.HandleHttp("/metrics").body.find("gpuvpa_node_agent_poll_errors_total 1"),
             std::string::npos);
+}
+
+// A GPU in MIG mode: no util.gpu and no per-process utilization there (NVML says NOT_SUPPORTED,
+// as the fake does), the GPU's own process list is for the privileged: each instance is read
+// through its MIG device, its SM activity from nvmlGpmMigSampleGet (a ratio of the instance).
+TEST_F(FakeNvmlTest, MigInstancesAreReadThroughTheirMigDevicesWithTheirOwnSmActivity) {
+  ::setenv("FAKE_NVML_SYNTHETIC", "1x0", 1);
+  ::setenv("FAKE_NVML_MIG",
+           "7:1g.18gb:30:4242:9000,1:3g.71gb:80:4343:50000,1:3g.71gb:80:4344:1000,"
+           "2:3g.71gb:0:0:0",
+           1);
+  NodeAgentOptions options;
+  options.nvml_library = GPUVPA_FAKE_NVML;
+  options.label_by = LabelBy::kPid;
+  options.node_name = "gpu-node-1";
+  NodeAgent agent(options);
+  ASSERT_TRUE(agent.Start().ok());
+  for (double t = 100; t < 102; t += 0.5) {
+    SetTime(t);
+    const Status s = agent.PollOnce(t);
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  EXPECT_EQ(agent.HandleHttp("/readyz").status, 200);
+  const std::string page = agent.HandleHttp("/metrics").body;
+  const std::string gpu = "GPU-fa4e0000-0000-4000-8000-000000000000";
+  auto mig = [](int gi) { return "MIG-fa4e0000-0000-4000-8000-00000000000" + std::to_string(gi); };
+  EXPECT_NE(page.find("gpuvpa_gpu_sm_active_ratio{gpu=\"0\",gpu_instance=\"7\",gpu_uuid=\"" + gpu +
+                      "\",mig_profile=\"1g.18gb\",mig_uuid=\"" + mig(7) +
+                      "\",model_name=\"NVIDIA H200\",node=\"gpu-node-1\"} 0.3\n"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("gpuvpa_gpu_memory_used_bytes{gpu=\"0\",gpu_instance=\"2\""),
+            std::string::npos)
+      << "an instance without processes is still seen (stranded capacity)\n"
+      << page;
+  EXPECT_EQ(page.find("gpuvpa_gpu_busy_ratio{"), std::string::npos) << "no util.gpu in MIG mode";
+  // One process alone on its instance gets the instance's activity; two share it equally.
+  auto container = [&](const char* family, int gi, const char* method, const char* pid) {
+    return std::string(family) + "{container=\"\",gpu=\"0\",gpu_instance=\"" + std::to_string(gi) +
+           "\",gpu_uuid=\"" + gpu + "\",method=\"" + method + "\",mig_profile=\"" +
+           (gi == 7 ? "1g.18gb" : "3g.71gb") + "\",mig_uuid=\"" + mig(gi) +
+           "\",model_name=\"NVIDIA H200\",namespace=\"\",node=\"gpu-node-1\",pid=\"" + pid +
+           "\",pod=\"\"} ";
+  };
+  EXPECT_NE(
+      page.find(container("gpuvpa_container_gpu_sm_active_ratio", 7, "alone", "4242") + "0.3\n"),
+      std::string::npos)
+      << page;
+  EXPECT_NE(page.find(container("gpuvpa_container_gpu_memory_used_bytes", 7, "alone", "4242") +
+                      std::to_string(9000LL * 1024 * 1024) + "\n"),
+            std::string::npos)
+      << page;
+  for (const char* pid : {"4343", "4344"}) {
+    EXPECT_NE(
+        page.find(container("gpuvpa_container_gpu_sm_active_ratio", 1, "mig-equal-split", pid) +
+                  "0.4\n"),
+        std::string::npos)
+        << pid << "\n"
+        << page;
+    EXPECT_NE(page.find(container("gpuvpa_container_gpu_sm_active_upper_ratio", 1,
+                                  "mig-equal-split", pid) +
+                        "0.8\n"),
+              std::string::npos)
+        << page;
+  }
+  EXPECT_EQ(page.find("gpuvpa_container_gpu_busy_ratio{"), std::string::npos)
+      << "NVML has no per-process busy time in MIG mode";
 }
 
 TEST_F(FakeNvmlTest, WithoutGpmThereIsNoSmFigureOnlyBusyTime) {

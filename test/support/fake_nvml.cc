@@ -9,6 +9,7 @@
 //   FAKE_NVML_NO_GPM=1      GPM not supported
 //   FAKE_NVML_NAME=<name>   the product name (default "NVIDIA H200", the recording's)
 //   FAKE_NVML_PROCESS_NAMES=<pid>=<name>,...  process names (default "python3")
+//   FAKE_NVML_MIG=<gi>:<profile>:<sm %>:<pid>:<MiB>,...  GPU 0 in MIG mode (see nvmlInit_v2)
 // Tests may pin the clock: fakeNvmlSetTime(t) (resolved with dlsym) stops the wall clock.
 #include <algorithm>
 #include <chrono>
@@ -27,10 +28,12 @@
 // The opaque handles of the ABI, defined here.
 struct nvmlDevice_st {
   int index;
+  int mig = -1;  // a MIG device: the slot of its instance on GPU `index`
 };
 struct nvmlGpmSample_st {
   double t;
   int device;
+  int gpu_instance = -1;
 };
 
 namespace {
@@ -50,6 +53,14 @@ struct GpmRow {
   double t, sm_active, sm_occupancy;
 };
 
+// A MIG instance of GPU 0 (FAKE_NVML_MIG) and its processes.
+struct MigInstance {
+  unsigned gi = 0;
+  std::string profile;
+  double sm_pct = 0;
+  std::vector<std::pair<unsigned, double>> processes;  // pid, MiB
+};
+
 struct State {
   bool initialised = false;
   bool synthetic = false;
@@ -59,6 +70,7 @@ struct State {
   std::vector<GpmRow> gpm_rows;
   std::map<std::string, int> fail;
   bool gpm = true;
+  std::vector<MigInstance> mig;  // GPU 0 in MIG mode when not empty
   double start = 0, speed = 1, wall0 = 0;
   bool pinned = false;
   double pinned_time = 0;
@@ -67,6 +79,7 @@ struct State {
 std::mutex mu;
 State state;
 nvmlDevice_st device_handles[64];
+nvmlDevice_st mig_handles[7];
 
 double Wall() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -110,6 +123,10 @@ int Failure(const char* name) {
 bool ValidDevice(nvmlDevice_t d) {
   return d != nullptr && d >= device_handles && d < device_handles + state.devices;
 }
+bool ValidMig(nvmlDevice_t d) {
+  return d != nullptr && d >= mig_handles && d < mig_handles + state.mig.size();
+}
+bool InMigMode(nvmlDevice_t d) { return ValidDevice(d) && d->index == 0 && !state.mig.empty(); }
 
 // The latest row at or before `t` (rows sorted by time); null before the first.
 template <typename Row>
@@ -162,6 +179,27 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() {
   } else {
     return nv::kDriverNotLoaded;
   }
+  // FAKE_NVML_MIG=<gi>:<profile>:<sm %>:<pid>:<MiB>,... GPU 0 in MIG mode with these instances
+  // (an item per process; pid 0: an instance without one).
+  if (const char* spec = std::getenv("FAKE_NVML_MIG")) {
+    std::stringstream list(spec);
+    std::string item;
+    while (std::getline(list, item, ',')) {
+      unsigned gi = 0, pid = 0;
+      char profile[32] = {};
+      double sm = 0, mib = 0;
+      if (std::sscanf(item.c_str(), "%u:%31[^:]:%lf:%u:%lf", &gi, profile, &sm, &pid, &mib) != 5)
+        return nv::kInvalidArgument;
+      auto it = std::find_if(state.mig.begin(), state.mig.end(),
+                             [&](const MigInstance& m) { return m.gi == gi; });
+      if (it == state.mig.end()) {
+        if (state.mig.size() == 7) return nv::kInvalidArgument;
+        it = state.mig.insert(state.mig.end(), MigInstance{gi, profile, sm, {}});
+      }
+      if (pid != 0) it->processes.emplace_back(pid, mib);
+    }
+    for (size_t i = 0; i < 7; ++i) mig_handles[i] = {0, static_cast<int>(i)};
+  }
   if (const char* s = std::getenv("FAKE_NVML_START")) state.start = std::atof(s);
   if (const char* s = std::getenv("FAKE_NVML_SPEED")) state.speed = std::atof(s);
   state.wall0 = Wall();
@@ -210,6 +248,10 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex_v
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* uuid,
                                                                       unsigned int length) {
   FAKE_GUARD("nvmlDeviceGetUUID");
+  if (ValidMig(d)) {
+    std::snprintf(uuid, length, "MIG-fa4e0000-0000-4000-8000-%012u", state.mig[d->mig].gi);
+    return nv::kSuccess;
+  }
   if (!ValidDevice(d)) return nv::kInvalidArgument;
   std::snprintf(uuid, length, "GPU-fa4e0000-0000-4000-8000-%012d", d->index);
   return nv::kSuccess;
@@ -239,17 +281,31 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetProcessName(uns
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* name,
                                                                       unsigned int length) {
   FAKE_GUARD("nvmlDeviceGetName");
-  if (!ValidDevice(d)) return nv::kInvalidArgument;
+  if (!ValidDevice(d) && !ValidMig(d)) return nv::kInvalidArgument;
   const char* override_name = std::getenv("FAKE_NVML_NAME");
-  std::snprintf(name, length, "%s", override_name != nullptr ? override_name : "NVIDIA H200");
+  const std::string base = override_name != nullptr ? override_name : "NVIDIA H200";
+  std::snprintf(name, length, "%s",
+                ValidMig(d) ? (base + " MIG " + state.mig[d->mig].profile).c_str() : base.c_str());
   return nv::kSuccess;
 }
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d,
                                                                             nvmlMemory_t* m) {
   FAKE_GUARD("nvmlDeviceGetMemoryInfo");
-  if (!ValidDevice(d)) return nv::kInvalidArgument;
   const double mib = 1024.0 * 1024.0;
+  if (ValidMig(d)) {
+    // The profile's name in GB ("1g.18gb": 18e9 bytes, a little above what NVML reports).
+    const MigInstance& in = state.mig[d->mig];
+    const size_t dot = in.profile.find('.');
+    m->total = static_cast<unsigned long long>(
+        dot == std::string::npos ? 0 : std::atof(in.profile.c_str() + dot + 1) * 1e9);
+    double used = 0;
+    for (const auto& [pid, used_mib] : in.processes) used += used_mib * mib;
+    m->used = static_cast<unsigned long long>(used);
+    m->free = m->total - std::min(m->total, m->used);
+    return nv::kSuccess;
+  }
+  if (!ValidDevice(d)) return nv::kInvalidArgument;
   if (state.synthetic) {
     m->total = static_cast<unsigned long long>(143771 * mib);
     m->used = static_cast<unsigned long long>(state.processes_per_device * 512 * mib);
@@ -267,6 +323,7 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUtilizationRate
     nvmlDevice_t d, nvmlUtilization_t* u) {
   FAKE_GUARD("nvmlDeviceGetUtilizationRates");
   if (!ValidDevice(d)) return nv::kInvalidArgument;
+  if (InMigMode(d)) return nv::kNotSupported;  // as on a real GPU in MIG mode
   if (state.synthetic) {
     *u = {60, 20};
   } else {
@@ -279,10 +336,16 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUtilizationRate
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(
     nvmlDevice_t d, unsigned int* count, nvmlProcessInfo_t* infos) {
   FAKE_GUARD("nvmlDeviceGetComputeRunningProcesses_v3");
-  if (!ValidDevice(d) || count == nullptr) return nv::kInvalidArgument;
+  if ((!ValidDevice(d) && !ValidMig(d)) || count == nullptr) return nv::kInvalidArgument;
+  // In MIG mode the GPU's own handle answers only to the privileged; a MIG device lists its own.
+  if (InMigMode(d)) return nv::kNoPermission;
   std::vector<nvmlProcessInfo_t> list;
   const double mib = 1024.0 * 1024.0;
-  if (state.synthetic) {
+  if (ValidMig(d)) {
+    const MigInstance& in = state.mig[d->mig];
+    for (const auto& [pid, used_mib] : in.processes)
+      list.push_back({pid, static_cast<unsigned long long>(used_mib * mib), in.gi, 0, 0});
+  } else if (state.synthetic) {
     for (int p = 0; p < state.processes_per_device; ++p)
       list.push_back({static_cast<unsigned>(10000 + d->index * state.processes_per_device + p),
                       static_cast<unsigned long long>((p + 1) * 256 * mib), nv::kNoGpuInstance,
@@ -306,6 +369,7 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetProcessUtilizat
     unsigned long long last_seen_us) {
   FAKE_GUARD("nvmlDeviceGetProcessUtilization");
   if (!ValidDevice(d) || count == nullptr) return nv::kInvalidArgument;
+  if (InMigMode(d)) return nv::kNotSupported;
   std::vector<nvmlProcessUtilizationSample_t> list;
   const unsigned long long now_us = static_cast<unsigned long long>(Now() * 1e6);
   if (state.synthetic) {
@@ -356,6 +420,56 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_
   if (!state.gpm) return nv::kNotSupported;
   s->t = Now();
   s->device = d->index;
+  s->gpu_instance = -1;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d,
+                                                                         unsigned int* current,
+                                                                         unsigned int* pending) {
+  FAKE_GUARD("nvmlDeviceGetMigMode");
+  if (!ValidDevice(d) || current == nullptr || pending == nullptr) return nv::kInvalidArgument;
+  *current = *pending = InMigMode(d) ? 1 : 0;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(
+    nvmlDevice_t d, unsigned int* count) {
+  FAKE_GUARD("nvmlDeviceGetMaxMigDeviceCount");
+  if (!ValidDevice(d) || count == nullptr) return nv::kInvalidArgument;
+  *count = 7;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(
+    nvmlDevice_t d, unsigned int index, nvmlDevice_t* mig) {
+  FAKE_GUARD("nvmlDeviceGetMigDeviceHandleByIndex");
+  if (!InMigMode(d) || mig == nullptr || index >= 7) return nv::kInvalidArgument;
+  if (index >= state.mig.size()) return nv::kNotFound;
+  *mig = &mig_handles[index];
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d,
+                                                                               unsigned int* id) {
+  FAKE_GUARD("nvmlDeviceGetGpuInstanceId");
+  if (!ValidMig(d) || id == nullptr) return nv::kInvalidArgument;
+  *id = state.mig[d->mig].gi;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t d,
+                                                                        unsigned int gi,
+                                                                        nvmlGpmSample_t s) {
+  FAKE_GUARD("nvmlGpmMigSampleGet");
+  if (!InMigMode(d) || s == nullptr) return nv::kInvalidArgument;
+  if (!state.gpm) return nv::kNotSupported;
+  if (std::none_of(state.mig.begin(), state.mig.end(),
+                   [&](const MigInstance& m) { return m.gi == gi; }))
+    return nv::kNotFound;
+  s->t = Now();
+  s->device = d->index;
+  s->gpu_instance = static_cast<int>(gi);
   return nv::kSuccess;
 }
 
@@ -363,13 +477,18 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMet
   FAKE_GUARD("nvmlGpmMetricsGet");
   if (get == nullptr || get->version != nv::kGpmMetricsGetVersion || get->sample1 == nullptr ||
       get->sample2 == nullptr || get->sample1->device != get->sample2->device ||
+      get->sample1->gpu_instance != get->sample2->gpu_instance ||
       get->numMetrics > sizeof get->metrics / sizeof get->metrics[0])
     return nv::kInvalidArgument;
   const double t1 = get->sample1->t, t2 = get->sample2->t;
   // Each recorded row is the metric over the interval since the row before it: average the
   // rows inside (t1, t2], or take the one whose interval covers it.
   double sm = 0, occ = 0;
-  if (state.synthetic) {
+  if (get->sample1->gpu_instance >= 0) {  // a MIG instance's own activity
+    for (const MigInstance& m : state.mig)
+      if (static_cast<int>(m.gi) == get->sample1->gpu_instance) sm = m.sm_pct;
+    occ = sm / 2;
+  } else if (state.synthetic) {
     sm = 50;
     occ = 20;
   } else {
