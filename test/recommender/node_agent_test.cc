@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -17,13 +18,20 @@
 #include <sstream>
 #include <thread>
 
+#include "core/base/time_format.h"
+#include "core/config/config.h"
+#include "core/net/http_server.h"
+#include "proto/gpuvpa.pb.h"
 #include "recommender/agent/cgroup_path.h"
 #include "recommender/agent/gpu_sampler.h"
 #include "recommender/agent/nvml_library.h"
 #include "recommender/agent/pod_resources.h"
+#include "recommender/daemon/daemon_config.h"
+#include "recommender/daemon/recommender_daemon.h"
 #include "test/support/fake_kubelet.h"
 #include "test/support/kube_test_cluster.h"
 #include "test/support/process.h"
+#include "test/support/prometheus_server.h"
 #include "test/support/sockets.h"
 #include "test/support/temp_dir.h"
 
@@ -675,42 +683,54 @@ TEST(PodResourcesTest, EntriesWithoutNamesOrWithBadReplicaIdsAreSkippedAndNamed)
 
 // Pod A's status names its container; pod B's container has just started (its status has no
 // container id yet): the kubelet's table names it. A pod on another node is never asked for.
-TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
-  ::setenv("FAKE_NVML_DIR", kFixtures.c_str(), 1);
+// A GPU node as the agent sees it: the API double with this node's two pods on the fake's
+// device 0 (trainer-0 named by its container status, embed-0 only by the kubelet's table) and
+// one on another node, the processes' cgroups in a /proc tree (the recording's pair, pids 578
+// and 579), and the kubelet's pod-resources server on a unix socket.
+struct NamedGpuNode {
   const std::string gpu = "GPU-fa4e0000-0000-4000-8000-000000000000";  // the fake's device 0
   testing::KubeTestCluster cluster;
-  // The agent's RBAC as its DaemonSet binds it (get and list pods, nothing else).
-  cluster.api().AddUser("agent-token", testing::KubeTestCluster::UserFromManifests(
-                                           "gpuvpa-node-agent", "node-agent"));
-  auto pod = [&](const std::string& name, const std::string& container, const std::string& node,
-                 const std::string& id) {
-    nlohmann::json p = testing::KubeTestCluster::Pod("ml-dev", name, name, container);
-    p["spec"]["nodeName"] = node;
-    if (!id.empty()) p["status"]["containerStatuses"][0]["containerID"] = "containerd://" + id;
-    return cluster.api().Seed(p)["metadata"]["uid"].get<std::string>();
-  };
-  const std::string id_a(64, 'a'), id_b(64, 'b');
-  const std::string uid_a = pod("trainer-0", "trainer", "gpu-node-1", id_a);
-  const std::string uid_b = pod("embed-0", "embedder", "gpu-node-1", "");
-  pod("elsewhere-0", "main", "gpu-node-2", std::string(64, 'c'));
   testing::ScopedTempDir proc;
-  for (const auto& [pid, uid, id] : {std::tuple{578, uid_a, id_a}, std::tuple{579, uid_b, id_b}}) {
-    std::string slice = uid;
-    std::replace(slice.begin(), slice.end(), '-', '_');
-    std::filesystem::create_directories(proc.Path(std::to_string(pid)));
-    std::ofstream(proc.Path(std::to_string(pid) + "/cgroup"))
-        << "0::/kubepods.slice/kubepods-pod" << slice << ".slice/cri-containerd-" << id
-        << ".scope\n";
-  }
   FakeKubelet kubelet;
-  AddContainer(kubelet.answer, "ml-dev", "trainer-0", "trainer", "nvidia.com/gpu.shared",
-               {gpu + "::0"});
-  AddContainer(kubelet.answer, "ml-dev", "embed-0", "embedder", "nvidia.com/gpu.shared",
-               {gpu + "::1"});
-  std::unique_ptr<grpc::Server> server = ServeKubelet(kubelet, proc.Path("kubelet.sock"));
-  ASSERT_NE(server, nullptr);
+  std::unique_ptr<grpc::Server> server;
+  const std::string id_a = std::string(64, 'a'), id_b = std::string(64, 'b');
+  std::string uid_a, uid_b;
 
-  auto run = [&](const std::string& token, double seconds) {
+  NamedGpuNode() {
+    // The agent's RBAC as its DaemonSet binds it (get and list pods, nothing else).
+    cluster.api().AddUser("agent-token", testing::KubeTestCluster::UserFromManifests(
+                                             "gpuvpa-node-agent", "node-agent"));
+    auto pod = [&](const std::string& name, const std::string& container, const std::string& node,
+                   const std::string& id) {
+      nlohmann::json p = testing::KubeTestCluster::Pod("ml-dev", name, name, container);
+      p["spec"]["nodeName"] = node;
+      if (!id.empty()) p["status"]["containerStatuses"][0]["containerID"] = "containerd://" + id;
+      return cluster.api().Seed(p)["metadata"]["uid"].get<std::string>();
+    };
+    uid_a = pod("trainer-0", "trainer", "gpu-node-1", id_a);
+    uid_b = pod("embed-0", "embedder", "gpu-node-1", "");
+    pod("elsewhere-0", "main", "gpu-node-2", std::string(64, 'c'));
+    for (const auto& [pid, uid, id] :
+         {std::tuple{578, uid_a, id_a}, std::tuple{579, uid_b, id_b}}) {
+      std::string slice = uid;
+      std::replace(slice.begin(), slice.end(), '-', '_');
+      std::filesystem::create_directories(proc.Path(std::to_string(pid)));
+      std::ofstream(proc.Path(std::to_string(pid) + "/cgroup"))
+          << "0::/kubepods.slice/kubepods-pod" << slice << ".slice/cri-containerd-" << id
+          << ".scope\n";
+    }
+    AddContainer(kubelet.answer, "ml-dev", "trainer-0", "trainer", "nvidia.com/gpu.shared",
+                 {gpu + "::0"});
+    AddContainer(kubelet.answer, "ml-dev", "embed-0", "embedder", "nvidia.com/gpu.shared",
+                 {gpu + "::1"});
+    server = ServeKubelet(kubelet, proc.Path("kubelet.sock"));
+  }
+  ~NamedGpuNode() {
+    if (server) server->Shutdown();
+  }
+
+  // The agent as its DaemonSet runs it, with `token`'s rights; started.
+  std::unique_ptr<NodeAgent> Agent(const std::string& token) {
     Result<KubeConnection> connection = KubeconfigConnection(cluster.Kubeconfig(token));
     EXPECT_TRUE(connection.ok()) << connection.status().message();
     Result<std::unique_ptr<KubeClient>> client = KubeClient::Create(*connection);
@@ -724,6 +744,20 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
     auto agent = std::make_unique<NodeAgent>(
         options, std::make_unique<PodDirectory>(std::move(*client), "gpu-node-1"));
     EXPECT_TRUE(agent->Start().ok());
+    return agent;
+  }
+};
+
+TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
+  ::setenv("FAKE_NVML_DIR", kFixtures.c_str(), 1);
+  NamedGpuNode node;
+  ASSERT_NE(node.server, nullptr);
+  testing::KubeTestCluster& cluster = node.cluster;
+  FakeKubelet& kubelet = node.kubelet;
+  const std::string& gpu = node.gpu;
+  const std::string &id_a = node.id_a, &id_b = node.id_b, &uid_a = node.uid_a;
+  auto run = [&](const std::string& token, double seconds) {
+    std::unique_ptr<NodeAgent> agent = node.Agent(token);
     for (double t = 1796405310; t < 1796405310 + seconds; t += 0.5) {
       SetTime(t);
       EXPECT_TRUE(agent->PollOnce(t).ok());
@@ -790,7 +824,79 @@ TEST_F(FakeNvmlTest, ProcessesAreNamedThroughTheApiAndWhoHoldsTheDevice) {
   EXPECT_NE(page.find("namespace=\"\",node=\"gpu-node-1\",pod=\"\",pod_uid=\"" + uid_a + "\""),
             std::string::npos)
       << page;
-  server->Shutdown();
+}
+
+// The whole path, real parts only: the agent on the node above (the fake NVML replaying the
+// H200's time-sliced pair in real time) serves /metrics, a real Prometheus scrapes it every
+// 500 ms, and the recommender daemon, with the agent named as a source as the shipped config
+// does, reads what Prometheus stored. Each pod gets its own memory (9.3 and 42.1 GiB), not
+// the device's 52 GiB split in two, and the busy-proportional basis of its SM figures.
+TEST_F(FakeNvmlTest, TheRecommenderReadsTheAgentThroughARealPrometheusScrape) {
+  ::setenv("FAKE_NVML_DIR", kFixtures.c_str(), 1);
+  ::setenv("FAKE_NVML_START", "1796405303", 1);  // both processes of the pair busy
+  NamedGpuNode node;
+  ASSERT_NE(node.server, nullptr);
+  std::unique_ptr<NodeAgent> agent = node.Agent("agent-token");
+  Result<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      "127.0.0.1:0", [&agent](const std::string& path) { return agent->HandleHttp(path); });
+  ASSERT_TRUE(http.ok()) << http.status().message();
+  std::atomic<bool> stop{false};
+  std::atomic<int> failed_passes{0};
+  std::thread passes([&] {
+    while (!stop) {
+      if (!agent->PollOnce(UnixNowSeconds()).ok()) ++failed_passes;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  });
+  testing::ScopedTempDir dir;
+  testing::PrometheusServer prometheus(dir.dir().string());
+  prometheus.AddScrapeTarget("gpuvpa-node-agent", (*http)->port(), 0.5);
+  std::string error;
+  ASSERT_TRUE(prometheus.Start(&error)) << error;
+  const double scraped_from = UnixNowSeconds();
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+
+  const std::string config =
+      "ledger:\n  path: " + dir.Path("ledger.db") +
+      "\nprices:\n  - gpu_model: H200-141GB\n    usd_per_gpu_hour: 4\n"
+      "recommender:\n  prometheus:\n    server_address: " +
+      prometheus.url() +
+      "\n    step_seconds: 1\n    chunk_seconds: 600\n    lag_seconds: 1\n"
+      "  node_agent: {enabled: true}\n  history_days: 0.01\n  checkpoint: " +
+      dir.Path("checkpoint") +
+      "\n  min_history_hours: 0\n  listen_http: 127.0.0.1:0\n  listen_grpc: 127.0.0.1:0\n";
+  Result<GpuvpaConfig> gpuvpa = ParseConfig(config);
+  ASSERT_TRUE(gpuvpa.ok()) << gpuvpa.status().message();
+  Result<recommender::DaemonConfig> daemon_config =
+      recommender::ParseDaemonConfig(gpuvpa->recommender_yaml, "test");
+  ASSERT_TRUE(daemon_config.ok()) << daemon_config.status().message();
+  Result<std::unique_ptr<recommender::RecommenderDaemon>> daemon =
+      recommender::RecommenderDaemon::Create(*daemon_config, *std::move(gpuvpa));
+  ASSERT_TRUE(daemon.ok()) << daemon.status().message();
+  const Status polled = (*daemon)->PollOnce(UnixNowSeconds());
+  stop = true;
+  passes.join();
+  ASSERT_TRUE(polled.ok()) << polled.message();
+  EXPECT_EQ(failed_passes, 0);
+  std::map<std::string, v1::Recommendation> by_container;
+  for (const auto& [key, rec] : (*daemon)->snapshot()->by_key)
+    by_container[rec.identity().container()] = rec;
+  ASSERT_EQ(by_container.size(), 2u) << "trainer and embedder, nobody else";
+  const double mib = 1024.0 * 1024.0;
+  const v1::Recommendation& a = by_container["trainer"];
+  const v1::Recommendation& b = by_container["embedder"];
+  EXPECT_EQ(a.identity().namespace_name(), "ml-dev");
+  EXPECT_EQ(a.identity().gpu_model(), "H200-141GB");
+  EXPECT_EQ(a.identity().allocation(), "nvidia.com/gpu.shared=1/2");
+  EXPECT_NEAR(a.vram_history_peak_bytes() / mib, 9284, 50);
+  EXPECT_NEAR(b.vram_history_peak_bytes() / mib, 42052, 50);
+  for (const v1::Recommendation* r : {&a, &b}) {
+    EXPECT_TRUE(r->per_process_usage());
+    EXPECT_FALSE(r->shared_device_estimate());
+    EXPECT_EQ(r->sm_basis(), "sm_active_by_busy_share") << "both busy, neither learned alone";
+    EXPECT_GE(r->sample_count(), 3u) << "scraped since " << scraped_from;
+  }
+  EXPECT_LT(a.sm_p90_ratio(), b.sm_p90_ratio()) << "30 % busy beside 44 %";
 }
 
 }  // namespace

@@ -32,8 +32,18 @@ bool PrometheusServer::Backfill(const std::string& openmetrics, std::string* err
   return true;
 }
 
+void PrometheusServer::AddScrapeTarget(const std::string& job, int port, double interval_s) {
+  const std::string every = std::to_string(static_cast<int>(interval_s * 1000)) + "ms";
+  scrape_configs_ += "  - job_name: " + job + "\n    scrape_interval: " + every +
+                     "\n    scrape_timeout: " + every +
+                     "\n    static_configs:\n      - targets: ['127.0.0.1:" + std::to_string(port) +
+                     "']\n";
+}
+
 bool PrometheusServer::Start(std::string* error) {
-  std::ofstream(dir_ + "/prometheus.yml") << "global:\n  scrape_interval: 1h\nscrape_configs: []\n";
+  std::ofstream(dir_ + "/prometheus.yml")
+      << "global:\n  scrape_interval: 1h\nscrape_configs:"
+      << (scrape_configs_.empty() ? " []\n" : "\n" + scrape_configs_);
   std::vector<std::string> args = {"prometheus",
                                    "--config.file=" + dir_ + "/prometheus.yml",
                                    "--storage.tsdb.path=" + dir_ + "/tsdb",

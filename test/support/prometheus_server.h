@@ -18,6 +18,9 @@ class PrometheusServer {
 
   // Backfills `openmetrics` (text ending in "# EOF") into the TSDB; call before Start.
   bool Backfill(const std::string& openmetrics, std::string* error);
+  // Scrapes http://127.0.0.1:<port>/metrics every `interval_s` (a job named `job`, the target's
+  // labels as a PodMonitor without honorLabels would not add them); call before Start.
+  void AddScrapeTarget(const std::string& job, int port, double interval_s);
   // Starts prometheus and waits until it is ready.
   bool Start(std::string* error);
   void Kill();
@@ -25,6 +28,7 @@ class PrometheusServer {
 
  private:
   std::string dir_;
+  std::string scrape_configs_;
   int port_;
   pid_t pid_ = -1;
 };
