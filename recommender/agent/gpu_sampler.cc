@@ -210,10 +210,22 @@ void GpuSampler::ReadInstances(Device& d, double now_s, DeviceReading& out) {
   std::erase_if(d.processes, [](const auto& kv) { return !kv.second.seen_this_pass; });
 }
 
+// `p`, one of `n` processes that share a measured SM activity `sm` with no busy time to split
+// it by: all of it when alone, else an equal share with bounds 0 and all of it.
+namespace {
+void SplitEqually(ProcessReading& p, double sm, size_t n, const char* split_method) {
+  sm = std::min(1.0, sm);
+  p.sm_active_ratio = n == 1 ? sm : sm / static_cast<double>(n);
+  p.sm_active_lower_ratio = n == 1 ? sm : 0;
+  p.sm_active_upper_ratio = sm;
+  p.method = n == 1 ? "alone" : split_method;
+}
+}  // namespace
+
 // Processes of one MIG instance share its SM activity; NVML has no busy time there to split it
 // by, so several share it equally ("mig-equal-split", bounds 0 and the instance's activity).
 void GpuSampler::AttributeMig(DeviceReading& out) {
-  std::map<unsigned int, int> per_instance;
+  std::map<unsigned int, size_t> per_instance;
   for (const ProcessReading& p : out.processes) ++per_instance[p.gpu_instance];
   for (ProcessReading& p : out.processes) {
     const InstanceReading* in = out.InstanceOf(p);
@@ -221,12 +233,7 @@ void GpuSampler::AttributeMig(DeviceReading& out) {
       p.method = "busy-time-only";  // no GPM on this instance: memory only
       continue;
     }
-    const int n = per_instance[p.gpu_instance];
-    const double sm = std::min(1.0, *in->sm_active_ratio);
-    p.sm_active_ratio = sm / n;
-    p.sm_active_lower_ratio = n == 1 ? sm : 0;
-    p.sm_active_upper_ratio = sm;
-    p.method = n == 1 ? "alone" : "mig-equal-split";
+    SplitEqually(p, *in->sm_active_ratio, per_instance[p.gpu_instance], "mig-equal-split");
   }
 }
 
@@ -391,19 +398,16 @@ void GpuSampler::AttributeMps(const DeviceReading& device, std::vector<ProcessRe
       p->method = "mps-unattributed";
       continue;
     }
-    const double sm = std::min(1.0, *device.sm_active_ratio);
-    const bool alone = clients.size() == 1;
-    p->sm_active_ratio = alone ? sm : sm / static_cast<double>(clients.size());
-    p->sm_active_lower_ratio = alone ? sm : 0;
-    p->sm_active_upper_ratio = sm;
-    p->method = alone ? "alone" : "mps-equal-split";
+    SplitEqually(*p, *device.sm_active_ratio, clients.size(), "mps-equal-split");
   }
 }
 
 void GpuSampler::AttributeSm(Device& d, DeviceReading& out) {
-  std::vector<ProcessReading*> clients, servers;
-  for (ProcessReading& p : out.processes) (p.mps_server ? servers : clients).push_back(&p);
-  if (!servers.empty()) {
+  // Two lists only on a device under MPS: the common pass allocates nothing for it.
+  if (std::any_of(out.processes.begin(), out.processes.end(),
+                  [](const ProcessReading& p) { return p.mps_server; })) {
+    std::vector<ProcessReading*> clients, servers;
+    for (ProcessReading& p : out.processes) (p.mps_server ? servers : clients).push_back(&p);
     AttributeMps(out, clients, servers);
     return;
   }
