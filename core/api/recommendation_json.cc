@@ -1,21 +1,22 @@
-// Recommendations to and from JSON through the proto's own JSON mapping.
+// Recommendations to and from JSON in the proto's own JSON mapping: written by ProtoJsonWriter
+// (protobuf's printer's bytes, ~N x faster), read by protobuf's parser.
 #include "core/api/recommendation_json.h"
 
 #include <google/protobuf/util/json_util.h>
 
+#include "core/api/proto_json.h"
 #include "core/api/recommendation_contract.h"
 
 namespace gpuvpa {
 
 std::string RecommendationsJson(const std::vector<const v1::Recommendation*>& recommendations) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
+  ProtoJsonWriter writer;
   std::string out = "[";
   for (size_t i = 0; i < recommendations.size(); ++i) {
-    std::string one;
-    (void)google::protobuf::util::MessageToJsonString(*recommendations[i], &one, options);
-    out += (i == 0 ? "\n  " : ",\n  ") + one;
+    out += i == 0 ? "\n  " : ",\n  ";
+    writer.Append(*recommendations[i], out);
+    // Room for the rest at the first one's size, not a doubling at every power of two.
+    if (i == 0) out.reserve(out.size() * recommendations.size() * 9 / 8);
   }
   out += recommendations.empty() ? "]\n" : "\n]\n";
   return out;

@@ -83,11 +83,12 @@ struct Row {
   bool priced = false;
   MicroUsd idle_tax_vram = 0;
   MicroUsd allocated = 0;
+  std::string name;  // DisplayName with the kind: the sort's last key, built once
 };
 
 std::string Money(const Row& r, MicroUsd v) { return r.priced ? FormatUsd(v) : "no price"; }
 
-std::string Table(const std::vector<Row>& rows, bool wide) {
+std::string Table(const std::vector<const Row*>& rows, bool wide) {
   std::vector<std::vector<std::string>> cells;
   if (wide) {
     cells.push_back({"WORKLOAD", "GPU", "ALLOCATION", "COST CENTER",
@@ -98,14 +99,14 @@ std::string Table(const std::vector<Row>& rows, bool wide) {
     cells.push_back({"WORKLOAD", "GPU", "VRAM GiB [lo-up]", "PEAK hist/1h", "SM p90", "DUTY",
                      "IDLE TAX", "NOTE"});
   }
-  for (const Row& row : rows) {
+  for (const Row* row_pointer : rows) {
+    const Row& row = *row_pointer;
     const v1::Recommendation& r = row.rec;
     const v1::WorkloadIdentity& id = r.identity();
     if (wide) {
       cells.push_back(
-          {DisplayName(id, true), id.gpu_model(), id.allocation(), id.cost_center(),
-           VramColumn(r, false), Gib(r.vram_history_peak_bytes()),
-           Gib(r.vram_observed_peak_bytes()),
+          {row.name, id.gpu_model(), id.allocation(), id.cost_center(), VramColumn(r, false),
+           Gib(r.vram_history_peak_bytes()), Gib(r.vram_observed_peak_bytes()),
            Fmt("%.2f", r.sm_p90_ratio()) + "/" + Fmt("%.2f", r.sm_p99_ratio()),
            Percent(r.active_duty_ratio()), Duration(r.longest_idle_gap_s()),
            Fmt("%.1f", r.allocated_gpu_hours()), Money(row, row.allocated),
@@ -154,10 +155,10 @@ std::string Table(const std::vector<Row>& rows, bool wide) {
   return out;
 }
 
-std::string Json(const std::vector<Row>& rows) {
+std::string Json(const std::vector<const Row*>& rows) {
   std::vector<const v1::Recommendation*> recs;
   recs.reserve(rows.size());
-  for (const Row& r : rows) recs.push_back(&r.rec);
+  for (const Row* r : rows) recs.push_back(&r->rec);
   return RecommendationsJson(recs);
 }
 
@@ -231,16 +232,22 @@ std::string FormatRecommendations(const std::vector<Recommendation>& recommendat
     row.priced = row.rec.priced();
     row.idle_tax_vram = money.idle_tax_vram;
     row.allocated = money.allocated;
+    row.name = DisplayName(row.rec.identity(), true);
     rows.push_back(std::move(row));
   }
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    if (a.priced != b.priced) return a.priced;
-    if (a.priced && a.idle_tax_vram != b.idle_tax_vram) return a.idle_tax_vram > b.idle_tax_vram;
-    if (!a.priced && a.rec.idle_tax_gpu_hours_vram() != b.rec.idle_tax_gpu_hours_vram())
-      return a.rec.idle_tax_gpu_hours_vram() > b.rec.idle_tax_gpu_hours_vram();
-    return DisplayName(a.rec.identity(), true) < DisplayName(b.rec.identity(), true);
+  // Pointers are sorted, not the rows: a comparison reads the keys, a swap moves 8 bytes.
+  std::vector<const Row*> order;
+  order.reserve(rows.size());
+  for (const Row& row : rows) order.push_back(&row);
+  std::sort(order.begin(), order.end(), [](const Row* a, const Row* b) {
+    if (a->priced != b->priced) return a->priced;
+    if (a->priced && a->idle_tax_vram != b->idle_tax_vram)
+      return a->idle_tax_vram > b->idle_tax_vram;
+    if (!a->priced && a->rec.idle_tax_gpu_hours_vram() != b->rec.idle_tax_gpu_hours_vram())
+      return a->rec.idle_tax_gpu_hours_vram() > b->rec.idle_tax_gpu_hours_vram();
+    return a->name < b->name;
   });
-  return options.format == OutputFormat::kJson ? Json(rows) : Table(rows, options.wide);
+  return options.format == OutputFormat::kJson ? Json(order) : Table(order, options.wide);
 }
 
 }  // namespace gpuvpa::recommender
