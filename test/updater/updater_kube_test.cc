@@ -25,6 +25,7 @@
 #include "proto/gpuvpa.grpc.pb.h"
 #include "test/support/kube_test_cluster.h"
 #include "test/support/process.h"
+#include "test/support/recommendation_builders.h"
 #include "updater/daemon/updater_daemon.h"
 #include "updater/kube/gvpa.h"
 
@@ -34,7 +35,6 @@ namespace {
 using json = nlohmann::json;
 using testing::KubeTestCluster;
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr const char* kUpdaterToken = "updater-token";
 
 // What deploy/ grants gpuvpa-updater (issue 12's least-privilege list).
@@ -43,33 +43,9 @@ testing::KubeUser UpdaterUser() {
   return testing::KubeTestCluster::UserFromManifests("gpuvpa-updater");
 }
 
-// An H100 workload whose 12 GiB p98 and 10 % SM fit MIG 1g.20gb (the planner's acceptance pick).
 v1::Recommendation Rec(const std::string& ns, const std::string& name,
                        double history_s = 7 * 86400) {
-  v1::Recommendation r;
-  v1::WorkloadIdentity* id = r.mutable_identity();
-  id->set_namespace_name(ns);
-  id->set_owner_kind("Deployment");
-  id->set_owner_name(name);
-  id->set_container("main");
-  id->set_gpu_model("H100-80GB");
-  id->set_allocation("nvidia.com/gpu=1");
-  id->set_cost_center("team");
-  r.set_has_target(true);
-  r.set_vram_target_bytes(12 * kGiB);
-  r.set_vram_lower_bytes(10 * kGiB);
-  r.set_vram_upper_bytes(13 * kGiB);
-  r.set_vram_observed_peak_bytes(11 * kGiB);
-  r.set_vram_history_peak_bytes(11 * kGiB);
-  r.set_vram_limit_bytes(80 * kGiB);
-  r.set_sm_p90_ratio(0.10);
-  r.set_active_duty_ratio(0.9);
-  r.set_confidence(7);
-  r.set_history_s(history_s);
-  r.set_sample_count(10000);
-  r.set_busy_devices(1);
-  r.set_average_pods(1);
-  return r;
+  return testing::MigFittingH100Recommendation(ns, name, history_s);
 }
 
 void WriteRecs(const std::string& path, const std::vector<v1::Recommendation>& recs) {
