@@ -1,10 +1,14 @@
 // libFuzzer: the updater's inputs (recommendations JSON, policy YAML) through the planner and
 // every report. The first byte picks the input; what is accepted must plan to possible numbers
-// (no negative money, no capacity above a device) and production must never apply.
+// (no negative money, no capacity above a device) and production must never apply. Accepted
+// recommendations are written back by ProtoJsonWriter: protobuf's bytes, read back the same.
+#include <google/protobuf/util/json_util.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "core/api/proto_json.h"
 #include "core/api/recommendation_json.h"
 #include "core/cost/price_book.h"
 #include "updater/plan/planner.h"
@@ -48,6 +52,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     gpuvpa::Result<std::vector<gpuvpa::v1::Recommendation>> recs =
         gpuvpa::ParseRecommendationsJson(text);
     if (!recs.ok()) return 0;
+    gpuvpa::ProtoJsonWriter writer;
+    google::protobuf::util::JsonPrintOptions print;
+    print.preserve_proto_field_names = true;
+    print.always_print_primitive_fields = true;
+    std::vector<const gpuvpa::v1::Recommendation*> pointers;
+    for (const auto& r : *recs) {
+      std::string ours, protobufs;
+      writer.Append(r, ours);
+      (void)google::protobuf::util::MessageToJsonString(r, &protobufs, print);
+      if (ours != protobufs) std::abort();
+      pointers.push_back(&r);
+    }
+    gpuvpa::Result<std::vector<gpuvpa::v1::Recommendation>> back =
+        gpuvpa::ParseRecommendationsJson(gpuvpa::RecommendationsJson(pointers));
+    if (!back.ok() || back->size() != recs->size()) std::abort();
+    for (size_t i = 0; i < recs->size(); ++i)
+      if ((*back)[i].SerializeAsString() != (*recs)[i].SerializeAsString()) std::abort();
     const Planner planner(gpuvpa::GpuCatalog::BuiltIn(), prices, "", UpdaterPolicy{});
     ReportInput input;
     input.actions = planner.PlanAll(*recs);
