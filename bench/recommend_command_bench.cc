@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/api/proto_json.h"
 #include "core/api/recommendation_json.h"
 #include "core/gpu/gpu_catalog.h"
 #include "recommender/cmd/commands.h"
@@ -143,9 +144,7 @@ void BM_RecommendationsJson(benchmark::State& state) {
     if (writer) {
       out = RecommendationsJson(pointers);
     } else {
-      google::protobuf::util::JsonPrintOptions print;
-      print.preserve_proto_field_names = true;
-      print.always_print_primitive_fields = true;
+      const auto print = ProtoJsonWriter::MatchedPrintOptions();
       out = "[";
       for (const auto* p : pointers) {
         std::string one;

@@ -334,6 +334,13 @@ bool AppendScalar(const Message& m, const Reflection& r, const FieldDescriptor* 
 
 }  // namespace
 
+google::protobuf::util::JsonPrintOptions ProtoJsonWriter::MatchedPrintOptions() {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  return options;
+}
+
 ProtoJsonWriter::ProtoJsonWriter() = default;
 ProtoJsonWriter::~ProtoJsonWriter() = default;
 
@@ -370,19 +377,22 @@ bool ProtoJsonWriter::AppendMessage(const Message& message, const Plan& plan, st
     if (!first) out += ',';
     first = false;
     out += f.key;
+    // The field's value, or element `i` of a list (i >= 0).
+    const auto value = [&](int i) {
+      if (f.sub == nullptr) return AppendScalar(message, r, f.field, i, out);
+      return AppendMessage(
+          i < 0 ? r.GetMessage(message, f.field) : r.GetRepeatedMessage(message, f.field, i),
+          *f.sub, out);
+    };
     if (!f.field->is_repeated()) {
-      if (f.sub != nullptr ? !AppendMessage(r.GetMessage(message, f.field), *f.sub, out)
-                           : !AppendScalar(message, r, f.field, -1, out))
-        return false;
+      if (!value(-1)) return false;
       continue;
     }
     out += '[';
     const int n = r.FieldSize(message, f.field);
     for (int i = 0; i < n; ++i) {
       if (i > 0) out += ',';
-      if (f.sub != nullptr ? !AppendMessage(r.GetRepeatedMessage(message, f.field, i), *f.sub, out)
-                           : !AppendScalar(message, r, f.field, i, out))
-        return false;
+      if (!value(i)) return false;
     }
     out += ']';
   }
@@ -395,11 +405,8 @@ void ProtoJsonWriter::Append(const Message& message, std::string& out) {
   if (AppendMessage(message, PlanFor(message.GetDescriptor()), out)) return;
   out.resize(start);
   ++fallbacks_;
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
   std::string one;
-  (void)google::protobuf::util::MessageToJsonString(message, &one, options);
+  (void)google::protobuf::util::MessageToJsonString(message, &one, MatchedPrintOptions());
   out += one;
 }
 

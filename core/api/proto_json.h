@@ -8,6 +8,7 @@
 #pragma once
 
 #include <google/protobuf/message.h>
+#include <google/protobuf/util/json_util.h>
 
 #include <memory>
 #include <string>
@@ -21,6 +22,10 @@ class ProtoJsonWriter {
   ~ProtoJsonWriter();
   ProtoJsonWriter(const ProtoJsonWriter&) = delete;
   ProtoJsonWriter& operator=(const ProtoJsonWriter&) = delete;
+
+  // The options of protobuf's printer whose output this writer's is, byte for byte (what it
+  // hands the messages it does not cover to, and what its checks compare it with).
+  static google::protobuf::util::JsonPrintOptions MatchedPrintOptions();
 
   // Appends `message` as one compact JSON object to `out`.
   void Append(const google::protobuf::Message& message, std::string& out);

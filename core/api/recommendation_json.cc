@@ -1,5 +1,5 @@
 // Recommendations to and from JSON in the proto's own JSON mapping: written by ProtoJsonWriter
-// (protobuf's printer's bytes, ~N x faster), read by protobuf's parser.
+// (protobuf's printer's bytes, ~15x faster: recommend_command_bench), read by protobuf's parser.
 #include "core/api/recommendation_json.h"
 
 #include <google/protobuf/util/json_util.h>

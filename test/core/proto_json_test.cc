@@ -25,11 +25,10 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
 std::string ProtobufJson(const Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
   std::string out;
-  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(message, &out, options).ok());
+  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(message, &out,
+                                                          ProtoJsonWriter::MatchedPrintOptions())
+                  .ok());
   return out;
 }
 

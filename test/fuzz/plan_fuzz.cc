@@ -53,14 +53,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         gpuvpa::ParseRecommendationsJson(text);
     if (!recs.ok()) return 0;
     gpuvpa::ProtoJsonWriter writer;
-    google::protobuf::util::JsonPrintOptions print;
-    print.preserve_proto_field_names = true;
-    print.always_print_primitive_fields = true;
     std::vector<const gpuvpa::v1::Recommendation*> pointers;
     for (const auto& r : *recs) {
       std::string ours, protobufs;
       writer.Append(r, ours);
-      (void)google::protobuf::util::MessageToJsonString(r, &protobufs, print);
+      (void)google::protobuf::util::MessageToJsonString(
+          r, &protobufs, gpuvpa::ProtoJsonWriter::MatchedPrintOptions());
       if (ours != protobufs) std::abort();
       pointers.push_back(&r);
     }
