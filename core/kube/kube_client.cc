@@ -1,6 +1,8 @@
 // The Kubernetes API client: paths, typed errors, bounded 429 retries, watch windows, informer.
 #include "core/kube/kube_client.h"
 
+#include <spdlog/spdlog.h>
+
 #include <sstream>
 #include <thread>
 
@@ -150,17 +152,44 @@ Result<json> KubeClient::Get(const KubeResource& r, const std::string& ns, const
 
 Result<KubeList> KubeClient::List(const KubeResource& r, const std::string& ns,
                                   const KubeListOptions& options) {
-  Result<json> body = Call("GET",
-                           r.Path(ns) + Query({{"labelSelector", options.label_selector},
-                                               {"fieldSelector", options.field_selector}}),
-                           "", "", "list " + r.Describe(ns, "*"));
-  if (!body.ok()) return body.status();
+  // In pages, as client-go's pager does: no answer holds more than a page of objects, so a
+  // list of 100,000 objects never meets the response size limit. The first page's
+  // resourceVersion is the list's. A continue token the server has compacted away (410) starts
+  // the list over once, whole.
+  const std::string what = "list " + r.Describe(ns, "*");
   KubeList out;
-  if (body->contains("items") && (*body)["items"].is_array()) out.items = (*body)["items"];
-  const json* rv = body->contains("metadata") ? &(*body)["metadata"] : nullptr;
-  if (rv != nullptr && rv->contains("resourceVersion") && (*rv)["resourceVersion"].is_string())
-    out.resource_version = (*rv)["resourceVersion"];
-  return out;
+  std::string token;
+  size_t limit = options.page_size;
+  for (bool first = true;; first = false) {
+    Result<json> body = Call("GET",
+                             r.Path(ns) + Query({{"labelSelector", options.label_selector},
+                                                 {"fieldSelector", options.field_selector},
+                                                 {"limit", limit > 0 ? std::to_string(limit) : ""},
+                                                 {"continue", token}}),
+                             "", "", what);
+    if (!body.ok() && !token.empty() && body.status().code() == StatusCode::kOutOfRange &&
+        limit > 0) {
+      out = KubeList{};
+      token.clear();
+      limit = 0;
+      first = true;
+      body = Call("GET",
+                  r.Path(ns) + Query({{"labelSelector", options.label_selector},
+                                      {"fieldSelector", options.field_selector}}),
+                  "", "", what);
+    }
+    if (!body.ok()) return body.status();
+    if (body->contains("items") && (*body)["items"].is_array())
+      for (json& item : (*body)["items"]) out.items.push_back(std::move(item));
+    const json* meta = body->contains("metadata") ? &(*body)["metadata"] : nullptr;
+    if (first && meta != nullptr && meta->contains("resourceVersion") &&
+        (*meta)["resourceVersion"].is_string())
+      out.resource_version = (*meta)["resourceVersion"];
+    token = meta != nullptr && meta->contains("continue") && (*meta)["continue"].is_string()
+                ? (*meta)["continue"].get<std::string>()
+                : "";
+    if (token.empty() || limit == 0) return out;
+  }
 }
 
 Result<std::string> KubeClient::Watch(const KubeResource& r, const std::string& ns,
@@ -298,11 +327,14 @@ Result<size_t> KubeInformer::SyncOrThrow(int watch_s) {
           objects_[key_of(e.object)] = e.object;
       });
   if (!rv.ok()) {
-    if (rv.status().code() == StatusCode::kOutOfRange) {
-      resource_version_.clear();  // expired: the next Sync lists again
-      return SyncOrThrow(watch_s);
-    }
-    return rv.status();
+    // Expired (410), or a window that could not be read whole (more events than the response
+    // limit holds after a burst of writes, a connection lost midway): what it held is not
+    // known, so the copy is rebuilt from a list (in pages) now. When the list fails too, its
+    // error is the answer and the next Sync lists again.
+    spdlog::info("watch {}: {}; listing again", resource_.Describe(ns_, "*"),
+                 rv.status().message());
+    resource_version_.clear();
+    return SyncOrThrow(watch_s);
   }
   resource_version_ = *rv;
   return changes;

@@ -52,6 +52,8 @@ const KubeResource* WorkloadResource(const std::string& kind);
 struct KubeListOptions {
   std::string label_selector;
   std::string field_selector;
+  // Objects per page of a List (client-go's pager default); 0 lists in one answer.
+  size_t page_size = 500;
 };
 
 struct KubeList {

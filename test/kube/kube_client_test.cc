@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -208,6 +209,62 @@ TEST_F(KubeClientTest, InformerListsWatchesWithBookmarksAndRelistsAfterExpiry) {
   EXPECT_EQ(informer.relists(), 2u);
   EXPECT_FALSE(informer.objects().contains("ml-dev/api"));
   EXPECT_EQ(informer.objects().size(), 1u);
+}
+
+TEST_F(KubeClientTest, ListsInPagesWithTheFirstPagesVersionAndStartsOverWhenATokenExpires) {
+  for (int i = 0; i < 1203; ++i)
+    cluster_.api().Seed(KubeTestCluster::Workload("Deployment", "ml-dev", "d" + std::to_string(i),
+                                                  "c", "nvidia.com/gpu", "1"));
+  cluster_.api().Seed(
+      KubeTestCluster::Workload("Deployment", "other", "elsewhere", "c", "nvidia.com/gpu", "1"));
+  const std::string version = std::to_string(cluster_.api().resource_version());
+  cluster_.api().ClearRequests();
+  Result<KubeList> list = client_->List(kube::kDeployments, "ml-dev");
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  std::set<std::string> names;
+  for (const json& d : list->items) names.insert(d["metadata"]["name"].get<std::string>());
+  EXPECT_EQ(list->items.size(), 1204u);
+  EXPECT_EQ(names.size(), 1204u);  // none twice, none left out
+  EXPECT_EQ(list->resource_version, version);
+  std::vector<testing::KubeRequestRecord> pages = cluster_.api().requests();
+  ASSERT_EQ(pages.size(), 3u);
+  EXPECT_EQ(pages[0].query, "limit=500");
+  EXPECT_NE(pages[1].query.find("limit=500&continue="), std::string::npos) << pages[1].query;
+
+  // etcd compacted between the first and the second page: 410 Expired, and the list is taken
+  // again whole (what it returns is still everything, once).
+  cluster_.api().ClearRequests();
+  cluster_.api().Seed(
+      KubeTestCluster::Workload("Deployment", "ml-dev", "late", "c", "nvidia.com/gpu", "1"));
+  cluster_.api().ChangeLabelsBeforeRequest("deployments", 1, "deployments", "ml-dev", "d7",
+                                           {{"tier", "gold"}});
+  cluster_.api().CompactHistoryAfterRequests(1);
+  list = client_->List(kube::kDeployments, "ml-dev");
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_EQ(list->items.size(), 1205u);
+  pages = cluster_.api().requests();
+  ASSERT_EQ(pages.size(), 3u);
+  EXPECT_EQ(pages[1].status, 410);
+  EXPECT_EQ(pages[2].query, "");
+}
+
+// A burst of writes whose watch events are more than the client holds in one answer (64 MiB):
+// the window cannot be read whole, so the informer rebuilds its copy from a paged list and sees
+// every object, rather than failing every cycle from the same version.
+TEST_F(KubeClientTest, InformerListsAgainWhenAWatchWindowIsTooLargeToRead) {
+  KubeInformer informer(*client_, kube::kDeployments, "ml-dev");
+  ASSERT_TRUE(informer.Sync(1).ok());
+  const std::string filler(100 * 1024, 'x');
+  for (int i = 0; i < 700; ++i) {
+    json d = KubeTestCluster::Workload("Deployment", "ml-dev", "big-" + std::to_string(i), "c",
+                                       "nvidia.com/gpu", "1");
+    d["metadata"]["annotations"]["example.com/filler"] = filler;
+    cluster_.api().Seed(std::move(d));
+  }
+  Result<size_t> synced = informer.Sync(1);
+  ASSERT_TRUE(synced.ok()) << synced.status().ToString();
+  EXPECT_EQ(informer.relists(), 2u);
+  EXPECT_EQ(informer.objects().size(), 701u);
 }
 
 TEST_F(KubeClientTest, WatchFromAnExpiredVersionIsOutOfRange) {

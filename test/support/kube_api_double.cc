@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
@@ -19,6 +20,8 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -606,6 +609,7 @@ struct KubeApiDouble::Store {
   };
   std::vector<StagedLabels> staged;
   int throttle = 0;
+  int compact_after = -1;  // requests before the history is forgotten (-1: never)
   std::vector<KubeRequestRecord> requests;
   int port = 0;
   std::unique_ptr<asio::ssl::context> tls;
@@ -628,6 +632,11 @@ struct KubeApiDouble::Store {
   static std::string Key(const std::string& resource, const std::string& ns,
                          const std::string& name) {
     return resource + "/" + ns + "/" + name;
+  }
+
+  void Compact() {
+    history.clear();
+    compacted_through = rv;
   }
 
   // Stores a written object (caller holds mu): a new resourceVersion and a watch event.
@@ -914,8 +923,12 @@ void KubeApiDouble::Throttle(int count) {
 
 void KubeApiDouble::CompactHistory() {
   std::lock_guard<std::mutex> lock(store_->mu);
-  store_->history.clear();
-  store_->compacted_through = store_->rv;
+  store_->Compact();
+}
+
+void KubeApiDouble::CompactHistoryAfterRequests(int requests) {
+  std::lock_guard<std::mutex> lock(store_->mu);
+  store_->compact_after = requests;
 }
 
 std::vector<KubeRequestRecord> KubeApiDouble::requests() const {
@@ -1346,6 +1359,75 @@ Reply Write(Store& s, const std::string& method, const Target& t, const std::str
   return Finish(s, t, old, std::move(updated), dry_run);
 }
 
+// A page of a list (`limit`, `continue`). The continue token is opaque to clients: the
+// resourceVersion of the list's first page and the last key served, hex-encoded. Later pages
+// are served from the current objects (a real server serves them from its snapshot at that
+// resourceVersion; an informer converges either way, as its watch replays what changed since);
+// a token from before a compaction is 410 Expired, as a real server answers once etcd compacted
+// past it.
+struct ListPage {
+  size_t limit = 0;  // 0: everything
+  std::string after;
+  uint64_t rv = 0;
+};
+
+std::string ContinueToken(uint64_t rv, const std::string& after) {
+  const std::string plain = std::to_string(rv) + "/" + after;
+  std::string out;
+  for (unsigned char c : plain) {
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", c);
+    out += hex;
+  }
+  return out;
+}
+
+struct ListPageOrError {
+  std::optional<ListPage> page;
+  Reply error;
+  explicit operator bool() const { return page.has_value(); }
+  const ListPage* operator->() const { return &*page; }
+};
+
+ListPageOrError ParseListPage(const Store& s, const std::string& query) {
+  ListPage p;
+  p.rv = s.rv;
+  const std::string limit = QueryParam(query, "limit");
+  if (!limit.empty()) {
+    long long n = -1;
+    auto [end, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), n);
+    if (ec != std::errc() || end != limit.data() + limit.size() || n < 0)
+      return {std::nullopt, Fail(400, "BadRequest", "limit: invalid value \"" + limit + "\"")};
+    p.limit = static_cast<size_t>(n);
+  }
+  const std::string token = QueryParam(query, "continue");
+  if (token.empty()) return {p, {}};
+  auto invalid = [&] {
+    return ListPageOrError{std::nullopt,
+                           Fail(400, "BadRequest", "continue key is not valid: \"" + token + "\"")};
+  };
+  std::string plain;
+  for (size_t i = 0; i + 1 < token.size(); i += 2) {
+    unsigned v = 0;
+    auto [end, ec] = std::from_chars(token.data() + i, token.data() + i + 2, v, 16);
+    if (ec != std::errc() || end != token.data() + i + 2) return invalid();
+    plain += static_cast<char>(v);
+  }
+  const size_t slash = plain.find('/');
+  if (token.size() % 2 != 0 || slash == std::string::npos || slash == 0) return invalid();
+  uint64_t rv = 0;
+  auto [end, ec] = std::from_chars(plain.data(), plain.data() + slash, rv);
+  if (ec != std::errc() || end != plain.data() + slash || rv > s.rv) return invalid();
+  if (rv < s.compacted_through)
+    return {std::nullopt,
+            Fail(410, "Expired",
+                 "The provided continue parameter is too old to display a consistent list "
+                 "result. You can start a new list without the continue parameter.")};
+  p.rv = rv;
+  p.after = plain.substr(slash + 1);
+  return {p, {}};
+}
+
 Reply Route(Store& s, const std::string& method, const std::string& path, const std::string& query,
             const std::string& content_type, const std::string& accept, const std::string& token,
             const std::string& body) {
@@ -1392,6 +1474,7 @@ Reply Route(Store& s, const std::string& method, const std::string& path, const 
     }
     it = s.staged.erase(it);
   }
+  if (s.compact_after >= 0 && s.compact_after-- == 0) s.Compact();
   if (method != "GET") return done(Write(s, method, t, query, content_type, body));
   const bool table = accept.find("as=Table") != std::string::npos;
   if (!t.name.empty()) {
@@ -1402,20 +1485,40 @@ Reply Route(Store& s, const std::string& method, const std::string& path, const 
   }
   const std::string labels = QueryParam(query, "labelSelector");
   const std::string fields = QueryParam(query, "fieldSelector");
+  const ListPageOrError page = ParseListPage(s, query);
+  if (!page) return done(page.error);
   std::vector<json> items;
   const std::string prefix = t.type->resource + "/";
-  for (const auto& [key, obj] : s.objects) {
-    if (!key.starts_with(prefix)) continue;
+  std::string last, next;  // the last key served; the key after which the next page starts
+  auto it =
+      page->after.empty() ? s.objects.lower_bound(prefix) : s.objects.upper_bound(page->after);
+  for (; it != s.objects.end(); ++it) {
+    const auto& [key, obj] = *it;
+    if (!key.starts_with(prefix)) {
+      if (key > prefix) break;
+      continue;
+    }
     if (t.type->namespaced && !t.ns.empty() && obj["metadata"].value("namespace", "") != t.ns)
       continue;
     if (!SelectorMatches(labels, obj, true) || !SelectorMatches(fields, obj, false)) continue;
+    if (page->limit > 0 && items.size() == page->limit) {
+      next = last;
+      break;
+    }
     items.push_back(obj);
+    last = key;
   }
-  if (table) return done({200, TableOf(*t.type, items, s.rv), ""});
+  json metadata = {{"resourceVersion", std::to_string(page->rv)}};
+  if (!next.empty()) metadata["continue"] = ContinueToken(page->rv, next);
+  if (table) {
+    json out = TableOf(*t.type, items, page->rv);
+    out["metadata"] = metadata;
+    return done({200, out, ""});
+  }
   return done({200,
                {{"kind", t.type->kind + "List"},
                 {"apiVersion", t.type->api_version()},
-                {"metadata", {{"resourceVersion", std::to_string(s.rv)}}},
+                {"metadata", metadata},
                 {"items", items}},
                ""});
 }
@@ -1498,9 +1601,12 @@ void ServeWatchStream(Store& s, const std::atomic<bool>& stopping,
     s.changed.wait_until(lock, std::min(end, next_bookmark), [&] {
       return stopping || (!s.history.empty() && s.history.back().rv > from);
     });
-    for (const Store::Event& e : s.history)
-      if (e.rv > from && matches(e.resource, e.ns, e.object))
-        pending.push_back(event_line(e.type, e.object));
+    // The history is in resourceVersion order: start after `from`, not at the beginning.
+    const auto first =
+        std::upper_bound(s.history.begin(), s.history.end(), from,
+                         [](uint64_t rv, const Store::Event& e) { return rv < e.rv; });
+    for (auto e = first; e != s.history.end(); ++e)
+      if (matches(e->resource, e->ns, e->object)) pending.push_back(event_line(e->type, e->object));
     if (!s.history.empty()) from = std::max(from, s.history.back().rv);
     const auto now = std::chrono::steady_clock::now();
     const bool finished = now >= end;

@@ -94,6 +94,9 @@ class KubeApiDouble {
   void Throttle(int count);
   // Forgets the watch history: a watch from any older resourceVersion gets 410 Expired.
   void CompactHistory();
+  // The same, once, after `requests` more allowed requests (after any staged change), e.g. between
+  // two pages of a list.
+  void CompactHistoryAfterRequests(int requests);
 
   std::vector<KubeRequestRecord> requests() const;
   void ClearRequests();
