@@ -196,6 +196,11 @@ struct UpdaterDaemon::CycleRun {
   std::map<std::string, Labels> namespace_labels;
   std::vector<PlannedAction> actions;
   std::set<std::string> covered;  // workloads a GpuVerticalPodAutoscaler names
+  // GpuVerticalPodAutoscalers per namespace, and the workloads of the namespace being handled
+  // ("Kind/name"), listed once where it has many, instead of one read per object.
+  std::map<std::string, size_t> gvpas_in;
+  std::string listed_ns;
+  std::map<std::string, json> listed;
 
   void Failed(const std::string& message) {
     ++summary.failed;
@@ -246,7 +251,10 @@ Result<CycleSummary> UpdaterDaemon::Cycle(double now_s, int watch_s) {
   // Workloads a GpuVerticalPodAutoscaler names, then the rest under the policy file's
   // namespace default.
   std::vector<std::string> keys;
-  for (const auto& [key, object] : gvpas_.objects()) keys.push_back(key);
+  for (const auto& [key, object] : gvpas_.objects()) {
+    keys.push_back(key);
+    ++run.gvpas_in[key.substr(0, key.find('/'))];
+  }
   for (const std::string& key : keys) HandleGvpa(run, key);
   for (const auto& [key, recs_of] : run.by_workload) {
     if (run.covered.contains(key) || recs_of.empty()) continue;
@@ -300,6 +308,11 @@ void UpdaterDaemon::HandleGvpaObject(CycleRun& run, const std::string& key, cons
   for (const char* key_name : {"lastApplied", "rollback"})
     if (!new_status.contains(key_name) && old_status.contains(key_name))
       new_status[key_name] = nullptr;
+  // Written only when it changes (as the VPA recommender does): a steady fleet costs the API
+  // server no writes, and its watchers no events.
+  json patched = old_status;
+  patched.merge_patch(new_status);
+  if (patched == old_status) return;
   Result<json> written = client_->MergePatch(kube::kGpuVerticalPodAutoscalers, gvpa->ns, gvpa->name,
                                              {{"status", new_status}}, write_status);
   if (!written.ok()) run.Failed(key + ": status: " + written.status().message());
@@ -323,7 +336,8 @@ Status UpdaterDaemon::HandleWorkload(CycleRun& run, const std::string& ns, const
     ContainerDecision decision;
     decision.rollback = gvpa ? gvpa->rollback : std::nullopt;
     decision.rollback_hold_s = options_.rollback_hold_s;
-    RollBackIfDue(run, policy, ns, kind, name, recs_of, decision.rollback);
+    RollBackIfDue(run, policy, ns, kind, name, recs_of, decision.rollback,
+                  ListedWorkload(run, ns, kind, name));
     if (status != nullptr) status->rollback = decision.rollback;
     for (const v1::Recommendation* r : recs_of) {
       decision.container_policy = gvpa ? gvpa->PolicyFor(r->identity().container()) : nullptr;
@@ -344,7 +358,7 @@ Status UpdaterDaemon::HandleWorkload(CycleRun& run, const std::string& ns, const
 void UpdaterDaemon::RollBackIfDue(CycleRun& run, const UpdaterPolicy& policy, const std::string& ns,
                                   const std::string& kind, const std::string& name,
                                   const std::vector<const v1::Recommendation*>& recs_of,
-                                  std::optional<GvpaRollback>& rollback) {
+                                  std::optional<GvpaRollback>& rollback, const json* listed) {
   auto current_of = [&](const std::string& container) -> const v1::Recommendation* {
     for (const v1::Recommendation* r : recs_of)
       if (r->identity().container() == container) return r;
@@ -355,7 +369,7 @@ void UpdaterDaemon::RollBackIfDue(CycleRun& run, const UpdaterPolicy& policy, co
   const PolicyDecision decided = DecidePolicy(policy, ns, kind, name);
   ChangeContext ctx = Changes();
   Result<RollbackOutcome> rb = CheckRollback(ctx, decided.mode, ns, kind, name, current_of,
-                                             options_.rollback_window_s, run.now_s);
+                                             options_.rollback_window_s, run.now_s, listed);
   const std::string who = ns + "/" + name;
   if (!rb.ok()) return run.Failed(who + ": rollback check: " + rb.status().message());
   if (!rb->withheld.empty()) {
@@ -375,6 +389,31 @@ void UpdaterDaemon::RollBackIfDue(CycleRun& run, const UpdaterPolicy& policy, co
   rollback = r;
 }
 
+const json* UpdaterDaemon::ListedWorkload(CycleRun& run, const std::string& ns,
+                                          const std::string& kind, const std::string& name) {
+  const KubeResource* resource = kube::WorkloadResource(kind);
+  const auto many = run.gvpas_in.find(ns);
+  if (resource == nullptr || many == run.gvpas_in.end() || many->second < kListNamespaceFrom)
+    return nullptr;
+  if (run.listed_ns != ns) {
+    // The objects come namespace by namespace (the informer's order): one namespace's
+    // workloads are held at a time. A list that fails leaves each object to its own read.
+    run.listed_ns = ns;
+    run.listed.clear();
+    for (const KubeResource* r : {&kube::kDeployments, &kube::kStatefulSets}) {
+      Result<KubeList> list = client_->List(*r, ns);
+      if (!list.ok()) continue;
+      for (json& o : list->items)
+        if (o.contains("metadata") && o["metadata"].contains("name")) {
+          std::string key = r->kind + "/" + o["metadata"]["name"].get<std::string>();
+          run.listed[std::move(key)] = std::move(o);
+        }
+    }
+  }
+  const auto it = run.listed.find(kind + "/" + name);
+  return it == run.listed.end() ? nullptr : &it->second;
+}
+
 void UpdaterDaemon::ApplyPlanned(CycleRun& run, const PlannedAction& a, const v1::Recommendation& r,
                                  const std::string& who, GvpaStatusInput* status) {
   // A change is made only while the lease is held (the renewal runs on its own thread).
@@ -385,6 +424,8 @@ void UpdaterDaemon::ApplyPlanned(CycleRun& run, const PlannedAction& a, const v1
   if (!outcome.ok()) return run.Failed(who + ": apply failed: " + outcome.status().message());
   run.summary.messages.push_back(who + ": " + outcome->message);
   if (!outcome->applied) return;
+  // The listed copy is older than this change: a later check reads the workload itself.
+  run.listed.erase(a.evidence.identity().owner_kind() + "/" + a.evidence.identity().owner_name());
   ++run.summary.applied;
   if (status == nullptr) return;
   status->applied = a.to_allocation;

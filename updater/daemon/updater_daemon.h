@@ -115,7 +115,12 @@ class UpdaterDaemon {
   void RollBackIfDue(CycleRun& run, const UpdaterPolicy& policy, const std::string& ns,
                      const std::string& kind, const std::string& name,
                      const std::vector<const v1::Recommendation*>& recs_of,
-                     std::optional<GvpaRollback>& rollback);
+                     std::optional<GvpaRollback>& rollback, const nlohmann::json* listed);
+  // The workload from one list of its namespace's Deployments and StatefulSets per cycle, where
+  // the namespace has kListNamespaceFrom GVPAs or more; null: read it on its own.
+  const nlohmann::json* ListedWorkload(CycleRun& run, const std::string& ns,
+                                       const std::string& kind, const std::string& name);
+  static constexpr size_t kListNamespaceFrom = 16;
   void ApplyPlanned(CycleRun& run, const PlannedAction& action, const v1::Recommendation& r,
                     const std::string& who, GvpaStatusInput* status);
   void FinishCycle(CycleRun& run);

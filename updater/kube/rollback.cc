@@ -48,13 +48,15 @@ void ReconcileRollbackRow(ChangeContext& ctx, const std::string& ns, const std::
 Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const std::string& ns,
                                       const std::string& kind, const std::string& name,
                                       const CurrentRecommendation& current_of, double window_s,
-                                      double now_s) {
+                                      double now_s, const json* listed) {
   RollbackOutcome out;
   const KubeResource* resource = kube::WorkloadResource(kind);
   if (resource == nullptr) return out;
-  Result<json> w = ctx.client.Get(*resource, ns, name);
-  if (!w.ok()) return w.status();
-  const json annotations = (*w)["metadata"].value("annotations", json::object());
+  Result<json> fetched = json();
+  if (listed == nullptr) fetched = ctx.client.Get(*resource, ns, name);
+  if (!fetched.ok()) return fetched.status();
+  const json* w = listed != nullptr ? listed : &*fetched;
+  const json annotations = w->at("metadata").value("annotations", json::object());
   if (!annotations.contains(kAppliedChangeAnnotation)) {
     ReconcileRollbackRow(ctx, ns, kind, name, annotations);
     return out;

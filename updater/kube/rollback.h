@@ -28,9 +28,10 @@ using CurrentRecommendation = std::function<const v1::Recommendation*(const std:
 // new pods and the changed container's recommendation now, and rolls it back when it failed.
 // A rollback is a write like any other: only in mode Auto, only past the production guard, and
 // only from an annotation whose signature verifies under ctx.change_key (else an error).
+// `listed`: the workload as a list of its namespace returned it this cycle, or null to read it.
 Result<RollbackOutcome> CheckRollback(ChangeContext& ctx, UpdateMode mode, const std::string& ns,
                                       const std::string& kind, const std::string& name,
                                       const CurrentRecommendation& current, double window_s,
-                                      double now_s);
+                                      double now_s, const nlohmann::json* listed = nullptr);
 
 }  // namespace gpuvpa::updater
