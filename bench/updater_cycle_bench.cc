@@ -8,10 +8,13 @@
 //   updater_cycle_bench [N ...]        (default: 1000 10000)
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "core/base/time_format.h"
@@ -68,6 +71,7 @@ int Run(size_t n) {
     return 1;
   }
   const double t0 = UnixNowSeconds();
+  cluster.api().ClearRequests();
   for (int cycle = 0; cycle < 2; ++cycle) {
     const auto start = std::chrono::steady_clock::now();
     Result<CycleSummary> s = (*daemon)->RunCycle(t0 + 60 * cycle);
@@ -78,8 +82,20 @@ int Run(size_t n) {
           s.ok() ? ("gvpas " + std::to_string(s->gvpas)).c_str() : s.status().ToString().c_str());
       return 1;
     }
-    std::printf("gvpas=%zu cycle=%d seconds=%.3f us_per_gvpa=%.1f planned=%zu\n", n, cycle + 1,
-                took, took / static_cast<double>(n) * 1e6, s->planned);
+    // What the cycle asked of the API: requests per verb and resource.
+    std::map<std::string, size_t> asked;
+    for (const testing::KubeRequestRecord& r : cluster.api().requests()) {
+      const size_t at = r.path.find_last_of('/');
+      const bool object = r.path.find("/namespaces/") != std::string::npos &&
+                          std::count(r.path.begin(), r.path.end(), '/') > 5;
+      ++asked[r.method + (object ? " one " : " list ") + r.path.substr(at + 1)];
+    }
+    cluster.api().ClearRequests();
+    std::string requests;
+    for (const auto& [what, count] : asked)
+      if (count >= n / 100) requests += " [" + what + "]=" + std::to_string(count);
+    std::printf("gvpas=%zu cycle=%d seconds=%.3f us_per_gvpa=%.1f planned=%zu requests:%s\n", n,
+                cycle + 1, took, took / static_cast<double>(n) * 1e6, s->planned, requests.c_str());
     std::fflush(stdout);
   }
   return 0;

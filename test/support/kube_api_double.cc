@@ -1488,7 +1488,9 @@ Reply Route(Store& s, const std::string& method, const std::string& path, const 
   const ListPageOrError page = ParseListPage(s, query);
   if (!page) return done(page.error);
   std::vector<json> items;
-  const std::string prefix = t.type->resource + "/";
+  // Keys are resource/namespace/name: a namespace's objects are one range of the map.
+  const std::string prefix =
+      t.type->resource + "/" + (t.type->namespaced && !t.ns.empty() ? t.ns + "/" : "");
   std::string last, next;  // the last key served; the key after which the next page starts
   auto it =
       page->after.empty() ? s.objects.lower_bound(prefix) : s.objects.upper_bound(page->after);
