@@ -8,12 +8,12 @@
 //   updater_cycle_bench [N ...]        (default: 1000 10000)
 #include <google/protobuf/util/json_util.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -85,10 +85,18 @@ int Run(size_t n) {
     // What the cycle asked of the API: requests per verb and resource.
     std::map<std::string, size_t> asked;
     for (const testing::KubeRequestRecord& r : cluster.api().requests()) {
-      const size_t at = r.path.find_last_of('/');
-      const bool object = r.path.find("/namespaces/") != std::string::npos &&
-                          std::count(r.path.begin(), r.path.end(), '/') > 5;
-      ++asked[r.method + (object ? " one " : " list ") + r.path.substr(at + 1)];
+      // .../namespaces/NS/RESOURCE[/NAME[/SUBRESOURCE]]: a list, or one object (by resource).
+      const size_t ns_at = r.path.find("/namespaces/");
+      std::string what = r.path.substr(r.path.find_last_of('/') + 1);
+      if (ns_at != std::string::npos) {
+        std::vector<std::string> parts;
+        std::stringstream rest(r.path.substr(ns_at + 12));
+        for (std::string part; std::getline(rest, part, '/');) parts.push_back(part);
+        what = parts.size() == 1   ? "one namespaces"
+               : parts.size() == 2 ? "list " + parts[1]
+                                   : "one " + parts[1] + (parts.size() > 3 ? "/" + parts[3] : "");
+      }
+      ++asked[r.method + " " + what];
     }
     cluster.api().ClearRequests();
     std::string requests;

@@ -159,37 +159,33 @@ Result<KubeList> KubeClient::List(const KubeResource& r, const std::string& ns,
   const std::string what = "list " + r.Describe(ns, "*");
   KubeList out;
   std::string token;
-  size_t limit = options.page_size;
-  for (bool first = true;; first = false) {
-    Result<json> body = Call("GET",
-                             r.Path(ns) + Query({{"labelSelector", options.label_selector},
-                                                 {"fieldSelector", options.field_selector},
-                                                 {"limit", limit > 0 ? std::to_string(limit) : ""},
-                                                 {"continue", token}}),
-                             "", "", what);
-    if (!body.ok() && !token.empty() && body.status().code() == StatusCode::kOutOfRange &&
-        limit > 0) {
-      out = KubeList{};
-      token.clear();
-      limit = 0;
-      first = true;
-      body = Call("GET",
-                  r.Path(ns) + Query({{"labelSelector", options.label_selector},
-                                      {"fieldSelector", options.field_selector}}),
-                  "", "", what);
+  do {
+    Result<json> body =
+        Call("GET",
+             r.Path(ns) +
+                 Query({{"labelSelector", options.label_selector},
+                        {"fieldSelector", options.field_selector},
+                        {"limit", options.page_size > 0 ? std::to_string(options.page_size) : ""},
+                        {"continue", token}}),
+             "", "", what);
+    if (!body.ok() && !token.empty() && body.status().code() == StatusCode::kOutOfRange) {
+      KubeListOptions whole = options;
+      whole.page_size = 0;
+      return List(r, ns, whole);
     }
     if (!body.ok()) return body.status();
     if (body->contains("items") && (*body)["items"].is_array())
       for (json& item : (*body)["items"]) out.items.push_back(std::move(item));
     const json* meta = body->contains("metadata") ? &(*body)["metadata"] : nullptr;
-    if (first && meta != nullptr && meta->contains("resourceVersion") &&
+    if (token.empty() && meta != nullptr && meta->contains("resourceVersion") &&
         (*meta)["resourceVersion"].is_string())
       out.resource_version = (*meta)["resourceVersion"];
-    token = meta != nullptr && meta->contains("continue") && (*meta)["continue"].is_string()
+    token = options.page_size > 0 && meta != nullptr && meta->contains("continue") &&
+                    (*meta)["continue"].is_string()
                 ? (*meta)["continue"].get<std::string>()
                 : "";
-    if (token.empty() || limit == 0) return out;
-  }
+  } while (!token.empty());
+  return out;
 }
 
 Result<std::string> KubeClient::Watch(const KubeResource& r, const std::string& ns,
