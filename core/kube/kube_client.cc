@@ -302,7 +302,7 @@ Result<size_t> KubeInformer::SyncOrThrow(int watch_s) {
     const json& m = o.at("metadata");
     return TextOf(m, "namespace") + "/" + TextOf(m, "name");
   };
-  if (resource_version_.empty()) {
+  if (resource_version_.empty() || watch_s <= 0) {
     Result<KubeList> list = client_.List(resource_, ns_, options_);
     if (!list.ok()) return list.status();
     objects_.clear();

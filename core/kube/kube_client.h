@@ -137,7 +137,9 @@ class KubeInformer {
         options_(std::move(options)) {}
 
   // Lists when there is no resourceVersion yet (or after a 410), else watches for up to
-  // `watch_s` seconds applying events. Returns how many changes it saw.
+  // `watch_s` seconds applying events. Returns how many changes it saw. `watch_s` <= 0 lists
+  // again: the apiserver reads timeoutSeconds=0 as "its default" (30 to 60 minutes), so there
+  // is no watch that returns at once.
   Result<size_t> Sync(int watch_s);
   // namespace/name -> object.
   const std::map<std::string, nlohmann::json>& objects() const { return objects_; }

@@ -113,6 +113,8 @@ struct HttpServer::Impl {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
+        beast::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);  // no delayed-ACK stall per answer
         if (tls)
           std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(handler,
                                                                           std::move(socket), *tls)

@@ -211,6 +211,22 @@ TEST_F(KubeClientTest, InformerListsWatchesWithBookmarksAndRelistsAfterExpiry) {
   EXPECT_EQ(informer.objects().size(), 1u);
 }
 
+// A real apiserver reads timeoutSeconds=0 as its default window (30 to 60 minutes; the double
+// waits 30 s), so a sync that must not wait lists again instead of watching.
+TEST_F(KubeClientTest, InformerSyncWithoutAWindowListsAgainInsteadOfWatching) {
+  KubeInformer informer(*client_, kube::kDeployments, "ml-dev");
+  ASSERT_TRUE(informer.Sync(0).ok());
+  cluster_.api().Seed(
+      KubeTestCluster::Workload("Deployment", "ml-dev", "api", "srv", "nvidia.com/gpu", "2"));
+  cluster_.api().ClearRequests();
+  Result<size_t> synced = informer.Sync(0);
+  ASSERT_TRUE(synced.ok()) << synced.status().ToString();
+  EXPECT_EQ(informer.relists(), 2u);
+  EXPECT_TRUE(informer.objects().contains("ml-dev/api"));
+  for (const testing::KubeRequestRecord& r : cluster_.api().requests())
+    EXPECT_EQ(r.query.find("watch"), std::string::npos) << r.query;
+}
+
 TEST_F(KubeClientTest, ListsInPagesWithTheFirstPagesVersionAndStartsOverWhenATokenExpires) {
   for (int i = 0; i < 1203; ++i)
     cluster_.api().Seed(KubeTestCluster::Workload("Deployment", "ml-dev", "d" + std::to_string(i),

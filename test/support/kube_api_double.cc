@@ -760,6 +760,8 @@ KubeApiDouble::KubeApiDouble(const std::string& cert_dir, const std::string& crd
           asio::ssl::stream<asio::ip::tcp::socket> stream(io, tls);
           stream.next_layer().assign(asio::ip::tcp::v4(), fd);
           boost::system::error_code ec;
+          // The apiserver (Go) sets TCP_NODELAY on every connection; so does the double.
+          stream.next_layer().set_option(asio::ip::tcp::no_delay(true), ec);
           stream.handshake(asio::ssl::stream_base::server, ec);
           boost::beast::flat_buffer buffer;
           while (!ec && !stopping_) {
@@ -1555,8 +1557,10 @@ void ServeWatchStream(Store& s, const std::atomic<bool>& stopping,
   const std::string fields = QueryParam(query, "fieldSelector");
   const bool bookmarks = IsTrue(QueryParam(query, "allowWatchBookmarks"));
   const std::string timeout_text = QueryParam(query, "timeoutSeconds");
-  const int timeout_s =
-      timeout_text.empty() ? 30 : std::min(60, std::max(1, std::stoi(timeout_text)));
+  // As the apiserver: no timeoutSeconds, or 0, is the server's default window (there 30 to 60
+  // minutes, here 30 s); the double caps a window at 60 s.
+  const int asked = timeout_text.empty() ? 0 : std::stoi(timeout_text);
+  const int timeout_s = asked <= 0 ? 30 : std::min(60, asked);
   const std::string rv_text = QueryParam(query, "resourceVersion");
   uint64_t from = rv_text.empty() || rv_text == "0" ? 0 : std::stoull(rv_text);
 
