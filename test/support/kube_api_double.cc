@@ -417,7 +417,9 @@ std::vector<std::string> ValidateAgainstSchema(const json& schema, const json& v
       wrong("object");
       return errors;
     }
-    const json props = schema.value("properties", json::object());
+    static const json kNoProperties = json::object();
+    const auto found = schema.find("properties");
+    const json& props = found != schema.end() ? *found : kNoProperties;
     for (const std::string& r : schema.value("required", std::vector<std::string>{}))
       if (!value.contains(r) || value[r].is_null())
         errors.push_back((path.empty() ? "" : path + ".") + r + ": Required value");
@@ -425,8 +427,8 @@ std::vector<std::string> ValidateAgainstSchema(const json& schema, const json& v
       const std::string child = path.empty() ? it.key() : path + "." + it.key();
       // The root's metadata is ObjectMeta, which the API server checks itself.
       if (path.empty() && it.key() == "metadata") continue;
-      if (props.contains(it.key())) {
-        auto sub = ValidateAgainstSchema(props[it.key()], *it, child);
+      if (const auto prop = props.find(it.key()); prop != props.end()) {
+        auto sub = ValidateAgainstSchema(*prop, *it, child);
         errors.insert(errors.end(), sub.begin(), sub.end());
       } else if (schema.contains("additionalProperties") &&
                  schema["additionalProperties"].is_object()) {
@@ -672,9 +674,16 @@ struct KubeApiDouble::Store {
 namespace {
 
 struct Reply {
+  Reply() = default;
+  Reply(int status_code, json json_body, std::string retry, std::string serialized = "")
+      : status(status_code),
+        body(std::move(json_body)),
+        retry_after(std::move(retry)),
+        text(std::move(serialized)) {}
   int status = 200;
   json body;
   std::string retry_after;
+  std::string text;  // when set, the body already serialized (lists and reads: no copies)
 };
 
 Reply Fail(int code, const std::string& reason, const std::string& message,
@@ -810,7 +819,7 @@ KubeApiDouble::KubeApiDouble(const std::string& cert_dir, const std::string& crd
             res.set(http::field::content_type, "application/json");
             if (!r.retry_after.empty()) res.set(http::field::retry_after, r.retry_after);
             res.keep_alive(req.keep_alive());
-            res.body() = r.body.dump();
+            res.body() = r.text.empty() ? r.body.dump() : std::move(r.text);
             res.prepare_payload();
             http::write(stream, res, ec);
             if (!req.keep_alive()) break;
@@ -1483,13 +1492,13 @@ Reply Route(Store& s, const std::string& method, const std::string& path, const 
     auto it = s.objects.find(Store::Key(t.type->resource, t.ns, t.name));
     if (it == s.objects.end()) return done(NotFound(t));
     if (table) return done({200, TableOf(*t.type, {it->second}, s.rv), ""});
-    return done({200, it->second, ""});
+    return done({200, nullptr, "", it->second.dump()});
   }
   const std::string labels = QueryParam(query, "labelSelector");
   const std::string fields = QueryParam(query, "fieldSelector");
   const ListPageOrError page = ParseListPage(s, query);
   if (!page) return done(page.error);
-  std::vector<json> items;
+  std::vector<const json*> items;
   // Keys are resource/namespace/name: a namespace's objects are one range of the map.
   const std::string prefix =
       t.type->resource + "/" + (t.type->namespaced && !t.ns.empty() ? t.ns + "/" : "");
@@ -1509,22 +1518,29 @@ Reply Route(Store& s, const std::string& method, const std::string& path, const 
       next = last;
       break;
     }
-    items.push_back(obj);
+    items.push_back(&obj);
     last = key;
   }
   json metadata = {{"resourceVersion", std::to_string(page->rv)}};
   if (!next.empty()) metadata["continue"] = ContinueToken(page->rv, next);
   if (table) {
-    json out = TableOf(*t.type, items, page->rv);
+    std::vector<json> rows;
+    rows.reserve(items.size());
+    for (const json* item : items) rows.push_back(*item);
+    json out = TableOf(*t.type, rows, page->rv);
     out["metadata"] = metadata;
     return done({200, out, ""});
   }
-  return done({200,
-               {{"kind", t.type->kind + "List"},
-                {"apiVersion", t.type->api_version()},
-                {"metadata", metadata},
-                {"items", items}},
-               ""});
+  // Written out directly, each object dumped in place (a copy of every item into a list
+  // object, then of that list, was most of a large list's cost), keys in nlohmann's order.
+  std::string text = R"({"apiVersion":)" + json(t.type->api_version()).dump() + R"(,"items":[)";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) text += ',';
+    text += items[i]->dump();
+  }
+  text += R"(],"kind":)" + json(t.type->kind + "List").dump() + R"(,"metadata":)" +
+          metadata.dump() + "}";
+  return done({200, nullptr, "", std::move(text)});
 }
 
 void ServeWatchStream(Store& s, const std::atomic<bool>& stopping,
