@@ -114,7 +114,8 @@ Result<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConnection connection
 
 Result<json> KubeClient::Call(const std::string& method, const std::string& target,
                               const std::string& body, const std::string& content_type,
-                              const std::string& what, std::chrono::milliseconds timeout) {
+                              const std::string& what, std::chrono::milliseconds timeout,
+                              bool read_answer) {
   const auto deadline =
       std::chrono::steady_clock::now() + (timeout.count() > 0 ? timeout : timeout_);
   for (int attempt = 0;; ++attempt) {
@@ -123,6 +124,7 @@ Result<json> KubeClient::Call(const std::string& method, const std::string& targ
                                  : http_->Send(method, target, body, content_type, deadline);
     if (!r.ok()) return Status(r.status().code(), what + ": " + r.status().message());
     if (r->status >= 200 && r->status < 300) {
+      if (!read_answer) return json();
       json parsed = json::parse(r->body, nullptr, false);
       if (parsed.is_discarded())
         return UnavailableError(what + ": the API server's answer is not JSON");
@@ -246,7 +248,8 @@ Result<json> KubeClient::Write(const std::string& method, const KubeResource& r,
   return Call(method, target, body, content_type,
               verb + " " + r.Describe(ns, name) +
                   (options.subresource.empty() ? "" : "/" + options.subresource) +
-                  (options.dry_run ? " (dry run)" : ""));
+                  (options.dry_run ? " (dry run)" : ""),
+              std::chrono::milliseconds(0), options.read_answer);
 }
 
 Result<json> KubeClient::Create(const KubeResource& r, const std::string& ns, const json& object,

@@ -70,6 +70,9 @@ struct KubeWriteOptions {
   bool dry_run = false;
   std::string field_manager = "gpuvpa";
   std::string subresource;  // "status" for the status subresource
+  // false: the object the server answers with is not read (the result is null); a status
+  // write whose answer nobody uses spares parsing the whole object back.
+  bool read_answer = true;
 };
 
 class KubeClient {
@@ -112,7 +115,8 @@ class KubeClient {
   Result<nlohmann::json> Call(const std::string& method, const std::string& target,
                               const std::string& body, const std::string& content_type,
                               const std::string& what,
-                              std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+                              std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
+                              bool read_answer = true);
   Result<nlohmann::json> Write(const std::string& method, const KubeResource& r,
                                const std::string& ns, const std::string& name,
                                const std::string& body, const std::string& content_type,

@@ -127,6 +127,19 @@ TEST_F(KubeClientTest, DryRunValidatesButStoresNothing) {
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_F(KubeClientTest, AWriteWhoseAnswerIsNotReadStillWritesAndStillFails) {
+  KubeWriteOptions unread;
+  unread.read_answer = false;
+  Result<json> p = client_->MergePatch(kube::kDeployments, "ml-dev", "web",
+                                       {{"spec", {{"replicas", 4}}}}, unread);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->is_null());
+  EXPECT_EQ(cluster_.api().Get("deployments", "ml-dev", "web")["spec"]["replicas"], 4);
+  Result<json> bad = client_->MergePatch(kube::kDeployments, "ml-dev", "web",
+                                         {{"spec", {{"replicas", "four"}}}}, unread);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(KubeClientTest, StatusSubresourceWritesOnlyStatus) {
   cluster_.api().Seed(KubeTestCluster::Gvpa("ml-dev", "web", "Deployment", "web", "Auto"));
   KubeWriteOptions status;

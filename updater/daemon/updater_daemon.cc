@@ -303,6 +303,7 @@ void UpdaterDaemon::HandleGvpaObject(CycleRun& run, const std::string& key, cons
   KubeWriteOptions write_status;
   write_status.subresource = "status";
   write_status.field_manager = "gpuvpa-updater";
+  write_status.read_answer = false;  // the informer's watch brings the written object
   json new_status = BuildGvpaStatus(*gvpa, status);
   // A merge patch replaces lists whole; fields no longer set are removed.
   for (const char* key_name : {"lastApplied", "rollback"})
