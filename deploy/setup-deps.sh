@@ -19,7 +19,7 @@ packages=(
   protobuf-compiler libprotobuf-dev protobuf-compiler-grpc libgrpc++-dev
   prometheus-cpp-dev libboost-dev libboost-system-dev libeigen3-dev
   libsqlite3-dev libpq-dev libhiredis-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
-  libcli11-dev libabsl-dev libspdlog-dev libsimdjson-dev
+  libcli11-dev libabsl-dev libspdlog-dev libsimdjson-dev libjemalloc-dev
 )
 if [ "${1:-}" != "--build-only" ]; then
   # Tests, benchmarks, the demo, formatting and fuzzing: real servers and tools.
