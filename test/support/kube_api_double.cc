@@ -1156,7 +1156,7 @@ Reply Conflict(const Target& t, const std::string& name) {
               details);
 }
 
-json TableOf(const ResourceType& type, const std::vector<json>& objects, uint64_t rv) {
+json TableOf(const ResourceType& type, const std::vector<const json*>& objects, uint64_t rv) {
   json columns = json::array();
   columns.push_back({{"name", "Name"},
                      {"type", "string"},
@@ -1175,7 +1175,8 @@ json TableOf(const ResourceType& type, const std::vector<json>& objects, uint64_
                        {"priority", c.value("priority", 0)}});
   json rows = json::array();
   const int64_t now = std::time(nullptr);
-  for (const json& o : objects) {
+  for (const json* object : objects) {
+    const json& o = *object;
     json cells = json::array({o["metadata"]["name"]});
     for (const json& c : printer) {
       const json* v = AtPath(o, c["jsonPath"].get<std::string>());
@@ -1491,7 +1492,7 @@ Reply Route(Store& s, const std::string& method, const std::string& path, const 
   if (!t.name.empty()) {
     auto it = s.objects.find(Store::Key(t.type->resource, t.ns, t.name));
     if (it == s.objects.end()) return done(NotFound(t));
-    if (table) return done({200, TableOf(*t.type, {it->second}, s.rv), ""});
+    if (table) return done({200, TableOf(*t.type, {&it->second}, s.rv), ""});
     return done({200, nullptr, "", it->second.dump()});
   }
   const std::string labels = QueryParam(query, "labelSelector");
@@ -1511,8 +1512,6 @@ Reply Route(Store& s, const std::string& method, const std::string& path, const 
       if (key > prefix) break;
       continue;
     }
-    if (t.type->namespaced && !t.ns.empty() && obj["metadata"].value("namespace", "") != t.ns)
-      continue;
     if (!SelectorMatches(labels, obj, true) || !SelectorMatches(fields, obj, false)) continue;
     if (page->limit > 0 && items.size() == page->limit) {
       next = last;
@@ -1524,10 +1523,7 @@ Reply Route(Store& s, const std::string& method, const std::string& path, const 
   json metadata = {{"resourceVersion", std::to_string(page->rv)}};
   if (!next.empty()) metadata["continue"] = ContinueToken(page->rv, next);
   if (table) {
-    std::vector<json> rows;
-    rows.reserve(items.size());
-    for (const json* item : items) rows.push_back(*item);
-    json out = TableOf(*t.type, rows, page->rv);
+    json out = TableOf(*t.type, items, page->rv);
     out["metadata"] = metadata;
     return done({200, out, ""});
   }
