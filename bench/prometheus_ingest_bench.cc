@@ -10,10 +10,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <string>
 
+#include "bench/dcgm_history.h"
 #include "core/base/time_format.h"
 #include "core/gpu/gpu_catalog.h"
 #include "recommender/input/dcgm_ingest.h"
@@ -73,39 +73,19 @@ int main(int argc, char** argv) {
   const double end = std::floor(gpuvpa::UnixNowSeconds() / 60) * 60 - 3 * 3600;
   const double start = end - (steps - 1) * 60.0;
   auto t0 = std::chrono::steady_clock::now();
-  {
-    std::ofstream om(dir.Path("history.om"));
-    char line[512];
-    for (const char* metric : {"DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_SM_ACTIVE"}) {
-      om << "# TYPE " << metric << " gauge\n";
-      for (int g = 0; g < gpus; ++g) {
-        for (int s = 0; s < steps; ++s) {
-          const double v = metric[8] == 'D' ? 10000 + (g * 37 + s * 11) % 60000
-                                            : ((g * 13 + s * 7) % 100) / 100.0;
-          std::snprintf(line, sizeof line,
-                        "%s{gpu=\"%d\",UUID=\"GPU-%d\",modelName=\"NVIDIA H100 80GB HBM3\","
-                        "Hostname=\"node-%d\",namespace=\"ns-%d\",pod=\"w%d-0\",container=\"c\"} "
-                        "%g %.0f\n",
-                        metric, g % 8, g, g / 8, g % 50, g, v, start + s * 60.0);
-          om << line;
-        }
-      }
-    }
-    om << "# EOF\n";
+  if (!gpuvpa::bench::WriteDcgmHistory(dir.Path("history.om"), {gpus, start, steps, false})) {
+    std::cerr << "cannot write " << dir.Path("history.om") << "\n";
+    return 1;
   }
   const double generate_s = Seconds(t0);
   t0 = std::chrono::steady_clock::now();
-  const std::string cmd = "promtool tsdb create-blocks-from openmetrics '" +
-                          dir.Path("history.om") + "' '" + dir.Path("tsdb") + "' > '" +
-                          dir.Path("promtool.log") + "' 2>&1";
-  if (std::system(cmd.c_str()) != 0) {
-    std::cerr << "promtool failed; see " << dir.Path("promtool.log") << "\n";
+  std::string error;
+  if (!gpuvpa::bench::BackfillDcgmHistory(dir.Path("history.om"), dir.Path("tsdb"), &error)) {
+    std::cerr << error << "\n";
     return 1;
   }
-  std::remove(dir.Path("history.om").c_str());
   const double backfill_s = Seconds(t0);
   gpuvpa::testing::PrometheusServer prometheus(dir.dir().string());
-  std::string error;
   if (!prometheus.Start(&error)) {
     std::cerr << error << "\n";
     return 1;

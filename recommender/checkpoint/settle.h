@@ -37,6 +37,13 @@ struct SettleOptions {
   double now_s = 0;             // the checkpoint's save time
 };
 
+// Where a pass's time went (wall seconds), for the daemon's log and the cycle bench.
+struct SettleTimings {
+  double recommend_s = 0;   // steps 1 and 2
+  double ledger_s = 0;      // step 3
+  double checkpoint_s = 0;  // step 4
+};
+
 struct Settled {
   size_t forgotten = 0;  // workload-containers dropped in step 1
   std::vector<Recommendation> recommendations;
@@ -44,6 +51,7 @@ struct Settled {
   LedgerCharge charged;  // what step 3 charged (empty unless ledger is OK)
   Status checkpoint;     // step 4: OK (or not asked for), or why the file was not written
   bool checkpoint_saved = false;
+  SettleTimings timings;
 };
 
 Settled Settle(FleetStore& store, const Recommender& recommender, const SettleOptions& options);

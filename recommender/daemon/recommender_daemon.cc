@@ -3,7 +3,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/base/names.h"
 #include "core/base/time_format.h"
@@ -33,12 +37,76 @@ RecommenderOptions RecOptions(const DaemonConfig& c) {
   return o;
 }
 
-prometheus::Labels WorkloadLabels(const v1::WorkloadIdentity& id) {
-  return {{"namespace", id.namespace_name()},
-          {"workload_kind", id.owner_kind()},
-          {"workload", id.owner_name()},
-          {"container", id.container()},
-          {"cost_center", id.cost_center()}};
+// The per-workload-container families of /metrics, written from the snapshot at each scrape
+// (not kept as prometheus-cpp gauges: rebuilding 7 gauges per workload at every poll is
+// quadratic in prometheus-cpp's Family::Remove, 12 s per poll at 10,000 workloads, and its
+// Collect copies every label of every series). Labels as prometheus-cpp orders them (by name).
+struct WorkloadFamily {
+  const char* name;
+  const char* help;
+  bool (*has)(const v1::Recommendation&);
+  double (*value)(const v1::Recommendation&);
+};
+bool Always(const v1::Recommendation&) { return true; }
+bool HasTarget(const v1::Recommendation& r) { return r.has_target(); }
+bool Priced(const v1::Recommendation& r) { return r.priced(); }
+constexpr WorkloadFamily kWorkloadFamilies[] = {
+    {"gpuvpa_recommendation_vram_target_bytes", "Recommended VRAM (target) per workload-container",
+     HasTarget,
+     [](const v1::Recommendation& r) { return static_cast<double>(r.vram_target_bytes()); }},
+    {"gpuvpa_recommendation_vram_upper_bytes", "Upper bound of the VRAM target", HasTarget,
+     [](const v1::Recommendation& r) { return static_cast<double>(r.vram_upper_bytes()); }},
+    {"gpuvpa_recommendation_sm_p90_ratio", "SM activity p90 (0..1)", Always,
+     [](const v1::Recommendation& r) { return r.sm_p90_ratio(); }},
+    {"gpuvpa_recommendation_confidence", "Confidence (days of history, capped)", Always,
+     [](const v1::Recommendation& r) { return r.confidence(); }},
+    {"gpuvpa_idle_tax_gpu_seconds", "Allocated minus VRAM-resident GPU time over the history",
+     Always, [](const v1::Recommendation& r) { return r.idle_tax_gpu_hours_vram() * 3600; }},
+    {"gpuvpa_idle_tax_usd", "Idle tax in US dollars (priced models only)", Priced,
+     [](const v1::Recommendation& r) { return r.idle_tax_usd_vram(); }},
+    {"gpuvpa_allocated_gpu_seconds", "Allocated GPU time over the history (GPU-seconds)", Always,
+     [](const v1::Recommendation& r) { return r.allocated_gpu_hours() * 3600; }},
+};
+
+// `{container="…",cost_center="…",namespace="…",workload="…",workload_kind="…"} `
+void AppendWorkloadLabels(std::string& out, const v1::WorkloadIdentity& id) {
+  const std::pair<const char*, const std::string*> labels[] = {
+      {"{container=\"", &id.container()},
+      {"\",cost_center=\"", &id.cost_center()},
+      {"\",namespace=\"", &id.namespace_name()},
+      {"\",workload=\"", &id.owner_name()},
+      {"\",workload_kind=\"", &id.owner_kind()}};
+  for (const auto& [head, value] : labels) {
+    out += head;
+    AppendEscapedLabelValue(out, *value);
+  }
+  out += "\"} ";
+}
+
+void AppendWorkloadMetrics(std::string& out, const RecommendationSnapshot& snap) {
+  std::vector<std::string> labels;
+  labels.reserve(snap.by_key.size());
+  size_t bytes = 0;
+  for (const auto& [key, rec] : snap.by_key) {
+    AppendWorkloadLabels(labels.emplace_back(), rec.identity());
+    bytes += labels.back().size();
+  }
+  size_t longest_name = 0;
+  for (const WorkloadFamily& f : kWorkloadFamilies)
+    longest_name = std::max(longest_name, std::string_view(f.name).size());
+  out.reserve(out.size() +
+              std::size(kWorkloadFamilies) * (bytes + snap.by_key.size() * (longest_name + 24)));
+  for (const WorkloadFamily& f : kWorkloadFamilies) {
+    AppendFamilyHeader(out, f.name, f.help, "gauge");
+    size_t i = 0;
+    for (const auto& [key, rec] : snap.by_key) {
+      const std::string& l = labels[i++];
+      if (!f.has(rec)) continue;
+      (out += f.name) += l;
+      AppendMetricValue(out, f.value(rec));
+      out += '\n';
+    }
+  }
 }
 
 }  // namespace
@@ -55,16 +123,6 @@ RecommenderDaemon::RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa)
   auto gauge = [&](const char* name, const char* help) {
     return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
   };
-  vram_target_ = gauge("gpuvpa_recommendation_vram_target_bytes",
-                       "Recommended VRAM (target) per workload-container");
-  vram_upper_ = gauge("gpuvpa_recommendation_vram_upper_bytes", "Upper bound of the VRAM target");
-  sm_p90_ = gauge("gpuvpa_recommendation_sm_p90_ratio", "SM activity p90 (0..1)");
-  confidence_ = gauge("gpuvpa_recommendation_confidence", "Confidence (days of history, capped)");
-  idle_tax_gpu_seconds_ = gauge("gpuvpa_idle_tax_gpu_seconds",
-                                "Allocated minus VRAM-resident GPU time over the history");
-  idle_tax_usd_ = gauge("gpuvpa_idle_tax_usd", "Idle tax in US dollars (priced models only)");
-  allocated_gpu_seconds_ =
-      gauge("gpuvpa_allocated_gpu_seconds", "Allocated GPU time over the history (GPU-seconds)");
   samples_ingested_ = &prometheus::BuildCounter()
                            .Name("gpuvpa_recommender_samples_ingested_total")
                            .Help("Samples added to the histograms")
@@ -140,6 +198,10 @@ Result<std::unique_ptr<RecommenderDaemon>> RecommenderDaemon::Create(DaemonConfi
 }
 
 Status RecommenderDaemon::PollOnce(double now_s) {
+  const auto started = std::chrono::steady_clock::now();
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   polls_->Increment();
   last_loop_s_ = now_s;
   ingester_->set_now(now_s);
@@ -155,6 +217,8 @@ Status RecommenderDaemon::PollOnce(double now_s) {
     invalid_cost_center_->Increment(static_cast<double>(r.invalid_cost_center));
     for (const std::string& issue : r.issues) spdlog::warn("ingest: {}", issue);
   });
+  last_timings_ = {};
+  last_timings_.read_s = since(started);
   if (poll.through_s > store_.source_through_s()) store_.set_source_through_s(poll.through_s);
   source_through_s_ = store_.source_through_s();
   samples_ingested_->Increment(static_cast<double>(accepted));
@@ -181,13 +245,20 @@ Status RecommenderDaemon::PollOnce(double now_s) {
   } else if (!settled.checkpoint.ok()) {
     spdlog::error("checkpoint: {}", settled.checkpoint.message());
   }
+  last_timings_.settle = settled.timings;
+  const auto publish_started = std::chrono::steady_clock::now();
   Publish(settled.recommendations);
+  last_timings_.publish_s = since(publish_started);
+  last_timings_.total_s = since(started);
+  const PollTimings& t = last_timings_;
   spdlog::info(
       "poll: {} chunks, {} queries, {} retries, {} points read through {}; {} samples "
-      "added, {} already ingested, {} refused; {} workload-containers",
+      "added, {} already ingested, {} refused; {} workload-containers; {:.2f} s (read {:.2f}, "
+      "recommend {:.2f}, ledger {:.2f}, checkpoint {:.2f}, publish {:.2f})",
       poll.chunks, poll.queries, poll.retries, poll.points,
       poll.through_s > 0 ? FormatTimestamp(poll.through_s) : std::string("-"), accepted, already,
-      refused, store_.size());
+      refused, store_.size(), t.total_s, t.read_s, t.settle.recommend_s, t.settle.ledger_s,
+      t.settle.checkpoint_s, t.publish_s);
   if (!poll.error.ok() && stop_) {
     spdlog::info("poll stopped for shutdown; read through {}",
                  FormatTimestamp(store_.source_through_s()));
@@ -276,27 +347,6 @@ void RecommenderDaemon::Publish(const std::vector<Recommendation>& recs) {
 
 void RecommenderDaemon::UpdateMetrics(const RecommendationSnapshot& snap) {
   std::lock_guard<std::mutex> lock(metrics_mu_);
-  // Rebuilt from the snapshot: a forgotten workload's series disappear with it.
-  for (auto& [family, g] : workload_gauges_) family->Remove(g);
-  workload_gauges_.clear();
-  auto set = [&](prometheus::Family<prometheus::Gauge>* family, const prometheus::Labels& labels,
-                 double value) {
-    prometheus::Gauge& g = family->Add(labels);
-    g.Set(value);
-    workload_gauges_.emplace_back(family, &g);
-  };
-  for (const auto& [key, rec] : snap.by_key) {
-    const prometheus::Labels labels = WorkloadLabels(rec.identity());
-    if (rec.has_target()) {
-      set(vram_target_, labels, rec.vram_target_bytes());
-      set(vram_upper_, labels, rec.vram_upper_bytes());
-    }
-    set(sm_p90_, labels, rec.sm_p90_ratio());
-    set(confidence_, labels, rec.confidence());
-    set(idle_tax_gpu_seconds_, labels, rec.idle_tax_gpu_hours_vram() * 3600);
-    set(allocated_gpu_seconds_, labels, rec.allocated_gpu_hours() * 3600);
-    if (rec.priced()) set(idle_tax_usd_, labels, rec.idle_tax_usd_vram());
-  }
   workloads_->Set(static_cast<double>(snap.by_key.size()));
   // GPU workloads charged to no cost center: kube-state-metrics exports no label or annotation
   // it is not told to (README, "Install on a cluster", step 3).
@@ -365,7 +415,9 @@ HttpServerResponse RecommenderDaemon::HandleHttp(const std::string& path) {
     const double saved = checkpoint_saved_s_.load();
     checkpoint_age_->Set(saved > 0 ? std::max(0.0, UnixNowSeconds() - saved) : 0);
     source_through_->Set(source_through_s_.load());
-    return MetricsPage(*registry_);
+    HttpServerResponse page = MetricsPage(*registry_);
+    AppendWorkloadMetrics(page.body, *snapshot());
+    return page;
   }
   if (path == "/healthz") {
     // Alive: the loop has run within three intervals plus the longest poll it may take.

@@ -21,6 +21,7 @@
 #include "core/net/http_server.h"
 #include "core/net/metrics_page.h"
 #include "proto/gpuvpa.pb.h"
+#include "recommender/checkpoint/settle.h"
 #include "recommender/daemon/daemon_config.h"
 #include "recommender/input/dcgm_ingest.h"
 #include "recommender/input/prometheus_source.h"
@@ -44,6 +45,14 @@ struct RecommendationSnapshot {
 // How long after the last List that asked for charts the polls keep computing them (the
 // updater asks at every cycle and writes its reports hourly).
 inline constexpr double kChartsWantedForS = 2 * 3600;
+
+// Where the last poll's time went (wall seconds).
+struct PollTimings {
+  double read_s = 0;  // Prometheus queries and ingest (they interleave, batch by batch)
+  SettleTimings settle;
+  double publish_s = 0;  // the snapshot (priced recommendations) and /metrics' series
+  double total_s = 0;
+};
 
 class RecommenderDaemon {
  public:
@@ -82,6 +91,8 @@ class RecommenderDaemon {
   // The ledger this daemon writes (always open: Create needs the config's ledger path).
   Ledger& ledger() { return *ledger_; }
   const PrometheusSource& source() const { return *source_; }
+  // The last PollOnce's (the poll loop's thread, or after it has stopped).
+  const PollTimings& last_poll_timings() const { return last_timings_; }
 
  private:
   RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa);
@@ -100,6 +111,7 @@ class RecommenderDaemon {
   std::unique_ptr<DcgmIngester> ingester_;
   Recommender recommender_;
   double last_checkpoint_s_ = 0;
+  PollTimings last_timings_;
 
   mutable std::mutex mu_;  // snapshot_, the condition and the loop's wake-up
   std::condition_variable changed_;
@@ -115,15 +127,9 @@ class RecommenderDaemon {
   std::atomic<double> last_success_s_{0};
   std::atomic<double> checkpoint_saved_s_{0};
 
-  // Metrics: recommendations (labels bounded by the tracked fleet) and the daemon's health.
+  // Metrics: the daemon's health and money (the per-workload series are written from the
+  // snapshot at each scrape, recommender_daemon.cc).
   std::shared_ptr<prometheus::Registry> registry_;
-  prometheus::Family<prometheus::Gauge>* vram_target_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* vram_upper_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* sm_p90_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* confidence_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* idle_tax_gpu_seconds_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* idle_tax_usd_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* allocated_gpu_seconds_ = nullptr;
   prometheus::Counter* samples_ingested_ = nullptr;
   prometheus::Counter* invalid_cost_center_ = nullptr;
   prometheus::Counter* query_errors_ = nullptr;
@@ -135,8 +141,6 @@ class RecommenderDaemon {
   prometheus::Gauge* unallocated_ratio_ = nullptr;
   std::unique_ptr<CostCounters> cost_;
   bool warned_unallocated_ = false;
-  std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>
-      workload_gauges_;
   std::atomic<double> source_through_s_{0};
   std::mutex metrics_mu_;
 };

@@ -321,6 +321,64 @@ TEST_F(PrometheusIngestTest, RecommendationsMatchTheSamplesComputedDirectly) {
 
 // With the agent named as a source, its series win over DCGM's for the pods and device it
 // reports; the rest of the fleet is read from DCGM as before.
+// The per-workload series are written from the snapshot at each scrape: one line per
+// recommendation and family, with the recommendation's own value, and nothing else.
+TEST_F(PrometheusIngestTest, MetricsCarryEachRecommendationOnceWithItsValues) {
+  testing::ScopedTempDir tmp;
+  std::unique_ptr<RecommenderDaemon> d = NewDaemon(tmp, server_->url());
+  ASSERT_NE(d, nullptr);
+  ASSERT_TRUE(d->PollOnce(fixture_->end_s + 180).ok());
+  const auto snap = d->snapshot();
+  ASSERT_GE(snap->by_key.size(), 2u);
+  const std::string page = d->HandleHttp("/metrics").body;
+  std::map<std::string, int> lines;  // family → series
+  std::istringstream in(page);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind('#', 0) != 0 && line.find('{') != std::string::npos)
+      ++lines[line.substr(0, line.find('{'))];
+  size_t with_target = 0;
+  for (const auto& [key, rec] : snap->by_key) {
+    with_target += rec.has_target();
+    const v1::WorkloadIdentity& id = rec.identity();
+    const std::string labels = "{container=\"" + id.container() + "\",cost_center=\"" +
+                               id.cost_center() + "\",namespace=\"" + id.namespace_name() +
+                               "\",workload=\"" + id.owner_name() + "\",workload_kind=\"" +
+                               id.owner_kind() + "\"} ";
+    auto text = [](double v) {
+      std::ostringstream out;
+      out.precision(16);
+      out << v;
+      return out.str();
+    };
+    EXPECT_NE(
+        page.find("\ngpuvpa_recommendation_confidence" + labels + text(rec.confidence()) + "\n"),
+        std::string::npos)
+        << key << "\n"
+        << page;
+    if (rec.has_target()) {
+      EXPECT_NE(page.find("\ngpuvpa_recommendation_vram_target_bytes" + labels +
+                          text(static_cast<double>(rec.vram_target_bytes())) + "\n"),
+                std::string::npos)
+          << key;
+    }
+  }
+  EXPECT_EQ(lines["gpuvpa_recommendation_confidence"], static_cast<int>(snap->by_key.size()));
+  EXPECT_EQ(lines["gpuvpa_recommendation_sm_p90_ratio"], static_cast<int>(snap->by_key.size()));
+  EXPECT_EQ(lines["gpuvpa_recommendation_vram_target_bytes"], static_cast<int>(with_target));
+  EXPECT_EQ(lines["gpuvpa_recommendation_vram_upper_bytes"], static_cast<int>(with_target));
+  EXPECT_EQ(page.find("# TYPE gpuvpa_recommendation_confidence gauge"),
+            page.rfind("# TYPE gpuvpa_recommendation_confidence gauge"))
+      << "one family header";
+  // A second poll publishes again: the page still carries each series once.
+  ASSERT_TRUE(d->PollOnce(fixture_->end_s + 240).ok());
+  const std::string again = d->HandleHttp("/metrics").body;
+  size_t count = 0;
+  for (size_t at = again.find("\ngpuvpa_recommendation_confidence{"); at != std::string::npos;
+       at = again.find("\ngpuvpa_recommendation_confidence{", at + 1))
+    ++count;
+  EXPECT_EQ(count, d->snapshot()->by_key.size());
+}
+
 TEST_F(PrometheusIngestTest, TheNodeAgentsSeriesWinOverDcgmWhenTheConfigNamesThem) {
   testing::ScopedTempDir tmp;
   std::unique_ptr<RecommenderDaemon> d =
