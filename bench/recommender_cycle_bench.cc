@@ -234,6 +234,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each poll as it ends
   (void)gpuvpa::ConfigureLogging("warn");
   return gpuvpa::recommender::Run(workloads, minutes, cycles, hosts_per_query);
 }

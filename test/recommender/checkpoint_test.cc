@@ -198,6 +198,27 @@ TEST_F(CheckpointTest, SavingNeverRotatesACorruptFileIntoThePreviousSlot) {
   EXPECT_EQ(LoadCheckpoint(path, loaded)->loaded_from, path);
 }
 
+// The file this process last saved is kept as PATH.prev without decoding it again, but only
+// while its bytes still match its checksum: one flipped byte (same length, same header) and it
+// is judged like any other file, and refused.
+TEST_F(CheckpointTest, TheLastSavedFileIsNotRotatedOnceDamaged) {
+  const std::string path = dir_.Path("ckpt");
+  FleetStore store;
+  Replay(store, trace_->substr(0, trace_->find('\n', 100000) + 1));
+  ASSERT_TRUE(SaveCheckpoint(store, path, 1).ok());
+  ASSERT_TRUE(SaveCheckpoint(store, path, 2).ok());
+  const std::string prev = *ReadWholeFile(PreviousCheckpointPath(path));
+  std::string damaged = *ReadWholeFile(path);
+  damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x10);
+  WriteRaw(path, damaged);
+  ASSERT_TRUE(SaveCheckpoint(store, path, 3).ok());
+  EXPECT_EQ(*ReadWholeFile(PreviousCheckpointPath(path)), prev);
+  // Intact, it is rotated: PATH.prev is then the save of time 3.
+  const std::string third = *ReadWholeFile(path);
+  ASSERT_TRUE(SaveCheckpoint(store, path, 4).ok());
+  EXPECT_EQ(*ReadWholeFile(PreviousCheckpointPath(path)), third);
+}
+
 TEST_F(CheckpointTest, MissingCheckpointIsNotFound) {
   FleetStore store;
   Result<CheckpointLoad> load = LoadCheckpoint(dir_.Path("none"), store);
