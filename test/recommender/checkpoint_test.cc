@@ -50,6 +50,14 @@ class CheckpointTest : public ::testing::Test {
     return RecommendationFingerprint(first);
   }
 
+  // Saves `store` (the trace's first 100 kB) twice at `path`; returns PATH.prev's bytes.
+  static std::string SaveSameStoreTwice(FleetStore& store, const std::string& path) {
+    Replay(store, trace_->substr(0, trace_->find('\n', 100000) + 1));
+    EXPECT_TRUE(SaveCheckpoint(store, path, 1).ok());
+    EXPECT_TRUE(SaveCheckpoint(store, path, 2).ok());
+    return *ReadWholeFile(PreviousCheckpointPath(path));
+  }
+
   static std::string* trace_;
   ScopedTempDir dir_;
 };
@@ -187,10 +195,7 @@ TEST_F(CheckpointTest, WhenBothFilesAreBadTheStoreIsLeftUntouched) {
 TEST_F(CheckpointTest, SavingNeverRotatesACorruptFileIntoThePreviousSlot) {
   const std::string path = dir_.Path("ckpt");
   FleetStore store;
-  Replay(store, trace_->substr(0, trace_->find('\n', 100000) + 1));
-  ASSERT_TRUE(SaveCheckpoint(store, path, 1).ok());
-  ASSERT_TRUE(SaveCheckpoint(store, path, 2).ok());
-  const std::string prev = *ReadWholeFile(PreviousCheckpointPath(path));
+  const std::string prev = SaveSameStoreTwice(store, path);
   WriteRaw(path, "corrupt");
   ASSERT_TRUE(SaveCheckpoint(store, path, 3).ok());
   EXPECT_EQ(*ReadWholeFile(PreviousCheckpointPath(path)), prev);
@@ -204,10 +209,7 @@ TEST_F(CheckpointTest, SavingNeverRotatesACorruptFileIntoThePreviousSlot) {
 TEST_F(CheckpointTest, TheLastSavedFileIsNotRotatedOnceDamaged) {
   const std::string path = dir_.Path("ckpt");
   FleetStore store;
-  Replay(store, trace_->substr(0, trace_->find('\n', 100000) + 1));
-  ASSERT_TRUE(SaveCheckpoint(store, path, 1).ok());
-  ASSERT_TRUE(SaveCheckpoint(store, path, 2).ok());
-  const std::string prev = *ReadWholeFile(PreviousCheckpointPath(path));
+  const std::string prev = SaveSameStoreTwice(store, path);
   std::string damaged = *ReadWholeFile(path);
   damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x10);
   WriteRaw(path, damaged);
