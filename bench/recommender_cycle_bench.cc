@@ -3,7 +3,10 @@
 // daemon created from a gpuvpa config as the binary does (SQLite ledger, checkpoint file), then
 //   1. the catch-up poll: every sample but the last C steps;
 //   2. C steady polls, each one step later: one new sample per series, as a daemon polling
-//      every minute sees them; each checkpoints (checkpoint_interval_seconds: 1);
+//      every minute sees them; each checkpoints (checkpoint_interval_seconds: 1, the polls are
+//      60 s apart) and none charges (the default charge_interval_seconds, an hour);
+//   2b. the charge that the hourly poll adds: every workload's pending usage to the ledger, and
+//      a checkpoint;
 //   3. a checkpoint save alone; a gRPC List of every recommendation over a real socket (the
 //      updater's call); a /metrics scrape over HTTP.
 // Each poll is split as the daemon's log splits it (read = queries + ingest, recommend, ledger,
@@ -129,6 +132,12 @@ int Run(int workloads, int minutes, int cycles, int hosts_per_query) {
     }
     PrintPoll(("steady " + std::to_string(c)).c_str(), d.last_poll_timings(), PeakRssMib());
   }
+  // The hourly charge (charge_interval_seconds), as the poll that is due does it.
+  if (Status s = d.ChargeAndCheckpointNow(now); !s.ok()) {
+    std::cerr << "charge: " << s.message() << "\n";
+    return 1;
+  }
+  PrintPoll("charge", d.last_poll_timings(), PeakRssMib());
   const size_t recommendations = d.snapshot()->by_key.size();
 
   t0 = std::chrono::steady_clock::now();

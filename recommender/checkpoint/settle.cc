@@ -24,7 +24,7 @@ Settled Settle(FleetStore& store, const Recommender& recommender, const SettleOp
   out.forgotten = store.ForgetStale(store.newest_sample_s());
   out.recommendations = recommender.RecommendAll(store);
   out.timings.recommend_s = Lap(lap);
-  if (options.ledger != nullptr && options.prices != nullptr) {
+  if (options.charge && options.ledger != nullptr && options.prices != nullptr) {
     Result<LedgerCharge> charged = ChargeToLedger(store, out.recommendations, *options.prices,
                                                   options.region, *options.ledger);
     if (charged.ok())

@@ -35,6 +35,7 @@ struct SettleOptions {
   Ledger* ledger = nullptr;     // null: nothing is charged (the usage stays pending)
   std::string checkpoint_path;  // empty: no checkpoint this pass
   double now_s = 0;             // the checkpoint's save time
+  bool charge = true;           // false: not this pass (the usage stays pending)
 };
 
 // Where a pass's time went (wall seconds), for the daemon's log and the cycle bench.

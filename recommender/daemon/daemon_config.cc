@@ -94,9 +94,9 @@ Result<DaemonConfig> ParseDaemonConfig(std::string_view yaml, std::string_view f
       return root.Error("is missing (the daemon needs at least prometheus and checkpoint)");
     GPUVPA_RETURN_IF_ERROR(root.CheckKeys(
         n, {"prometheus", "history_days", "poll_interval_seconds", "checkpoint",
-            "checkpoint_interval_seconds", "min_history_hours", "shared_gpu_replicas",
-            "listen_http", "listen_grpc", "tls_cert_file", "tls_key_file", "client_ca_file",
-            "shard", "dcgm", "node_agent", "unready_after_failed_polls"}));
+            "checkpoint_interval_seconds", "charge_interval_seconds", "min_history_hours",
+            "shared_gpu_replicas", "listen_http", "listen_grpc", "tls_cert_file", "tls_key_file",
+            "client_ca_file", "shard", "dcgm", "node_agent", "unready_after_failed_polls"}));
     if (!n["prometheus"]) return root["prometheus"].Error("is required");
     GPUVPA_RETURN_IF_ERROR(ParsePrometheus(n["prometheus"], root["prometheus"], c.prometheus));
     double days = c.history_s / 86400, hours = c.min_history_s / 3600;
@@ -106,6 +106,8 @@ Result<DaemonConfig> ParseDaemonConfig(std::string_view yaml, std::string_view f
     GPUVPA_RETURN_IF_ERROR(ReadYamlString(n, root, "checkpoint", c.checkpoint_path, true));
     GPUVPA_RETURN_IF_ERROR(
         ReadYamlNumber(n, root, "checkpoint_interval_seconds", 1, 86400, c.checkpoint_interval_s));
+    GPUVPA_RETURN_IF_ERROR(
+        ReadYamlNumber(n, root, "charge_interval_seconds", 0, 86400, c.charge_interval_s));
     GPUVPA_RETURN_IF_ERROR(ReadYamlNumber(n, root, "min_history_hours", 0, 24 * 90, hours));
     GPUVPA_RETURN_IF_ERROR(
         ReadYamlInt(n, root, "shared_gpu_replicas", 0, 64, c.shared_gpu_replicas));

@@ -17,6 +17,11 @@ struct DaemonConfig {
   double poll_interval_s = 60;         // poll_interval_seconds
   std::string checkpoint_path;         // checkpoint (required)
   double checkpoint_interval_s = 300;  // checkpoint_interval_seconds
+  // charge_interval_seconds: usage goes to the ledger as one row per workload-container per
+  // interval (and at the first poll and at stop), not per poll: a row a minute per workload is
+  // 144 M rows a day at 100,000 workloads. Pending usage is kept in the checkpoint meanwhile.
+  // 0: every poll.
+  double charge_interval_s = 3600;
   double min_history_s = 24 * 3600.0;  // min_history_hours
   // /readyz turns 503 after this many polls in a row failed (and 200 again at the next success):
   // readiness says whether recommendations are current, not only that one poll ever worked.

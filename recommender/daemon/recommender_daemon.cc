@@ -230,21 +230,10 @@ Status RecommenderDaemon::PollOnce(double now_s) {
   ingester_->mutable_kube_state().ForgetBefore(until - config_.history_s);
 
   const bool checkpoint_due = now_s - last_checkpoint_s_ >= config_.checkpoint_interval_s;
-  const Settled settled = Settle(store_, recommender_,
-                                 {&gpuvpa_.prices, gpuvpa_.region, ledger_.get(),
-                                  checkpoint_due ? config_.checkpoint_path : std::string(), now_s});
-  if (!settled.ledger.ok())
-    spdlog::error("ledger: {} (kept pending; retried next poll)", settled.ledger.message());
-  for (const auto& [cost_center, amounts] : settled.charged.by_cost_center) {
-    cost_->Add(cost_center, "allocated", amounts.allocated);
-    cost_->Add(cost_center, "idle", amounts.idle);
-  }
-  if (settled.checkpoint_saved) {
-    last_checkpoint_s_ = now_s;
-    checkpoint_saved_s_ = now_s;
-  } else if (!settled.checkpoint.ok()) {
-    spdlog::error("checkpoint: {}", settled.checkpoint.message());
-  }
+  // The first poll charges, as does one that a shutdown ended (SIGTERM charges what was read).
+  const bool charge_due =
+      last_charge_s_ <= 0 || stop_ || now_s - last_charge_s_ >= config_.charge_interval_s;
+  const Settled settled = SettleAndCount(now_s, charge_due, checkpoint_due);
   last_timings_.settle = settled.timings;
   const auto publish_started = std::chrono::steady_clock::now();
   Publish(settled.recommendations);
@@ -283,6 +272,38 @@ Status RecommenderDaemon::PollOnce(double now_s) {
   return OkStatus();
 }
 
+Settled RecommenderDaemon::SettleAndCount(double now_s, bool charge, bool checkpoint) {
+  SettleOptions options{&gpuvpa_.prices, gpuvpa_.region,
+                        ledger_.get(),   checkpoint ? config_.checkpoint_path : std::string(),
+                        now_s,           charge};
+  Settled settled = Settle(store_, recommender_, options);
+  if (!settled.ledger.ok())
+    spdlog::error("ledger: {} (kept pending; retried next poll)", settled.ledger.message());
+  else if (charge)
+    last_charge_s_ = now_s;
+  for (const auto& [cost_center, amounts] : settled.charged.by_cost_center) {
+    cost_->Add(cost_center, "allocated", amounts.allocated);
+    cost_->Add(cost_center, "idle", amounts.idle);
+  }
+  if (settled.checkpoint_saved) {
+    last_checkpoint_s_ = now_s;
+    checkpoint_saved_s_ = now_s;
+  } else if (!settled.checkpoint.ok()) {
+    spdlog::error("checkpoint: {}", settled.checkpoint.message());
+  }
+  return settled;
+}
+
+Status RecommenderDaemon::ChargeAndCheckpointNow(double now_s) {
+  const Settled settled = SettleAndCount(now_s, true, true);
+  last_timings_ = {};
+  last_timings_.settle = settled.timings;
+  last_timings_.total_s =
+      settled.timings.recommend_s + settled.timings.ledger_s + settled.timings.checkpoint_s;
+  GPUVPA_RETURN_IF_ERROR(settled.ledger);
+  return settled.checkpoint;
+}
+
 Status RecommenderDaemon::SaveCheckpointNow(double now_s) {
   GPUVPA_RETURN_IF_ERROR(SaveCheckpoint(store_, config_.checkpoint_path, now_s));
   last_checkpoint_s_ = now_s;
@@ -307,10 +328,11 @@ void RecommenderDaemon::Run() {
       lock.lock();
     }
   }
-  if (Status s = SaveCheckpointNow(UnixNowSeconds()); !s.ok())
-    spdlog::error("checkpoint at stop: {}", s.message());
+  // What is pending since the last charge goes to the ledger before the final checkpoint.
+  if (Status s = ChargeAndCheckpointNow(UnixNowSeconds()); !s.ok())
+    spdlog::error("charge and checkpoint at stop: {}", s.message());
   else
-    spdlog::info("checkpoint saved to {}", config_.checkpoint_path);
+    spdlog::info("pending usage charged; checkpoint saved to {}", config_.checkpoint_path);
 }
 
 void RecommenderDaemon::Stop() {

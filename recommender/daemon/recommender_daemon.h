@@ -66,6 +66,9 @@ class RecommenderDaemon {
   // recommendations and what was read before the error; the next poll resumes there.
   Status PollOnce(double now_s);
   Status SaveCheckpointNow(double now_s);
+  // Charges every pending usage to the ledger, then saves the checkpoint (at stop; the polls
+  // charge every charge_interval).
+  Status ChargeAndCheckpointNow(double now_s);
   // Polls every poll_interval until Stop(), then saves the checkpoint.
   void Run();
   void Stop();
@@ -96,6 +99,8 @@ class RecommenderDaemon {
 
  private:
   RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa);
+  // Settle (charging and checkpointing as asked), logging failures and counting the money.
+  Settled SettleAndCount(double now_s, bool charge, bool checkpoint);
   void Publish(const std::vector<Recommendation>& recommendations);
   // Fills snap.charts_by_key from the store (the poll loop's thread only).
   void AddCharts(RecommendationSnapshot& snap) const;
@@ -111,6 +116,7 @@ class RecommenderDaemon {
   std::unique_ptr<DcgmIngester> ingester_;
   Recommender recommender_;
   double last_checkpoint_s_ = 0;
+  double last_charge_s_ = 0;  // 0: not yet (the first poll charges)
   PollTimings last_timings_;
 
   mutable std::mutex mu_;  // snapshot_, the condition and the loop's wake-up

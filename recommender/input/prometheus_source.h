@@ -26,6 +26,10 @@
 
 namespace gpuvpa::recommender {
 
+// The most hosts one query_range names (its query string spells out each host name twice, one
+// regex per host label spelling: about 25 KB at this many).
+inline constexpr size_t kMaxHostsPerQuery = 1024;
+
 struct PrometheusSourceOptions {
   HttpClientOptions http;  // base_url, CA file, bearer token file, ...
   double step_s = 60;
@@ -33,6 +37,8 @@ struct PrometheusSourceOptions {
   // Hosts per query_range (0: all hosts in one query). Each host holds up to 8 GPUs. The
   // largest response bounds the memory: simdjson's DOM needs ~13 bytes per byte of JSON, about
   // 300 bytes per point; 16 hosts x 8 GPUs x 2 series x 360 steps (6 h) ≈ 92,000 points ≈ 30 MB.
+  // A window shorter than chunk_s takes more hosts per query at the same points per answer,
+  // up to kMaxHostsPerQuery.
   size_t hosts_per_query = 16;
   // Scrapes land late: read only up to now - lag.
   double lag_s = 60;

@@ -470,6 +470,15 @@ TEST_F(PrometheusIngestTest, RestartReadsNoHistoryTwiceAndChargesNothingTwice) {
   // Later: only what is new since the high-water mark is asked for.
   ASSERT_TRUE(again->PollOnce(now + 300).ok());
   for (const QueriedRange& r : again->source().queried_ranges()) EXPECT_GT(r.start_s, through);
+  // Inside the charge interval (an hour by default) the new usage stays pending, uncharged...
+  EXPECT_EQ(totals(tmp.Path("ledger.db")), std::tuple(rows0, usd0, gpu0));
+  // ...and is kept in the checkpoint: the next start's first poll charges it.
+  ASSERT_TRUE(again->SaveCheckpointNow(now + 300).ok());
+  again.reset();
+  std::unique_ptr<RecommenderDaemon> third = NewDaemon(tmp, server_->url());
+  ASSERT_NE(third, nullptr);
+  ASSERT_TRUE(third->PollOnce(now + 300).ok());
+  EXPECT_TRUE(third->source().queried_ranges().empty());
   // The interrupted run charged what one uninterrupted poll charges: the same GPU time, and the
   // same money up to the rounding of each charged row to a micro-dollar.
   testing::ScopedTempDir once;
@@ -523,6 +532,47 @@ TEST_F(PrometheusIngestTest, ADownOrFailingPrometheusKeepsTheLastRecommendations
 // Readiness follows the last polls: 503 after unready_after_failed_polls (3) failures in a row,
 // naming the error, and 200 again at the next success; the ledger's readiness does not depend
 // on Prometheus at all.
+// Usage goes to the ledger once per charge interval (and at the first poll, and at stop), one
+// row per workload-container; between charges it is pending, and nothing of it is lost.
+TEST_F(PrometheusIngestTest, UsageIsChargedOncePerChargeIntervalAndAtStop) {
+  testing::ScopedTempDir tmp, whole;
+  std::unique_ptr<RecommenderDaemon> d =
+      NewDaemon(tmp, server_->url(), "  charge_interval_seconds: 600\n");
+  ASSERT_NE(d, nullptr);
+  auto rows = [](const std::string& path) {
+    return *std::move(Ledger::Open(path)).value()->CountRows();
+  };
+  auto gpu_time = [](const std::string& path) {
+    return std::move(Ledger::Open(path)).value()->QueryShowback({})->total.allocated_gpu_time;
+  };
+  const double t0 = fixture_->end_s + 180 - 1800;
+  ASSERT_TRUE(d->PollOnce(t0).ok());
+  const size_t first = rows(tmp.Path("ledger.db"));
+  EXPECT_GT(first, 0u) << "the first poll charges";
+  ASSERT_TRUE(d->PollOnce(t0 + 300).ok());
+  EXPECT_EQ(rows(tmp.Path("ledger.db")), first) << "300 s after the last charge: pending";
+  ASSERT_TRUE(d->PollOnce(t0 + 600).ok());
+  const size_t second = rows(tmp.Path("ledger.db"));
+  EXPECT_EQ(second, 2 * first) << "600 s: one row per workload for the whole interval";
+  ASSERT_TRUE(d->PollOnce(t0 + 900).ok());
+  EXPECT_EQ(rows(tmp.Path("ledger.db")), second);
+  ASSERT_TRUE(d->ChargeAndCheckpointNow(t0 + 900).ok());
+  EXPECT_EQ(rows(tmp.Path("ledger.db")), 3 * first) << "at stop, what is pending is charged";
+  // The same GPU time as one poll over the whole span.
+  std::unique_ptr<RecommenderDaemon> single = NewDaemon(whole, server_->url());
+  ASSERT_NE(single, nullptr);
+  ASSERT_TRUE(single->PollOnce(t0 + 900).ok());
+  EXPECT_EQ(gpu_time(tmp.Path("ledger.db")), gpu_time(whole.Path("ledger.db")));
+  // charge_interval_seconds: 0 charges at every poll.
+  testing::ScopedTempDir every;
+  std::unique_ptr<RecommenderDaemon> e =
+      NewDaemon(every, server_->url(), "  charge_interval_seconds: 0\n");
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e->PollOnce(t0).ok());
+  ASSERT_TRUE(e->PollOnce(t0 + 300).ok());
+  EXPECT_EQ(rows(every.Path("ledger.db")), 2 * first);
+}
+
 TEST_F(PrometheusIngestTest, ReadinessFollowsTheLastPollsAndTheLedgerStaysReady) {
   testing::ScopedTempDir tmp;
   const std::string empty_vector =
