@@ -4,6 +4,7 @@
 #include <google/protobuf/arena.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -71,6 +72,10 @@ bool SameBucketing(const Bucketing& b, const v1::BucketingCheckpoint& c) {
 }
 
 void SaveHistogram(std::span<const double> weights, double total, v1::HistogramCheckpoint* out) {
+  const auto used = static_cast<int>(
+      std::count_if(weights.begin(), weights.end(), [](double w) { return w != 0; }));
+  out->mutable_bucket_index()->Reserve(used);
+  out->mutable_bucket_weight()->Reserve(used);
   for (size_t b = 0; b < weights.size(); ++b) {
     if (weights[b] == 0) continue;
     out->add_bucket_index(static_cast<uint32_t>(b));
@@ -150,6 +155,8 @@ void SaveWorkload(const FleetStore& store, uint32_t row, v1::WorkloadCheckpoint*
   if (const HourlyActivity activity = st.Activity(); activity.latest_hour >= 0) {
     v1::HourlyActivityCheckpoint* a = out->mutable_activity();
     a->set_latest_hour(activity.latest_hour);
+    a->mutable_samples()->Reserve(kActivityHours);
+    a->mutable_active()->Reserve(kActivityHours);
     for (int i = 0; i < kActivityHours; ++i) {
       a->add_samples(activity.samples[i]);
       a->add_active(activity.active[i]);

@@ -1,6 +1,8 @@
 // Prometheus polling: chunks, host batches, retries.
 #include "recommender/input/prometheus_source.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -114,11 +116,19 @@ Result<HttpResponse> PrometheusSource::Get(const std::string& target, const std:
 Result<PrometheusQueryResult> PrometheusSource::Query(const std::string& target,
                                                       const std::string& query,
                                                       PrometheusResultType type, PollResult& poll) {
+  const auto asked = std::chrono::steady_clock::now();
   Result<HttpResponse> response = Get(target, query, poll);
   ++poll.queries;
   if (!response.ok()) return response.status();
+  const auto answered = std::chrono::steady_clock::now();
   Result<PrometheusQueryResult> parsed =
       ParsePrometheusResponse(response->body, response->status, type, query);
+  if (spdlog::should_log(spdlog::level::debug)) {
+    auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+    spdlog::debug("Prometheus answered {} bytes in {:.3f} s, parsed in {:.3f} s: {:.120}",
+                  response->body.size(), seconds(asked, answered),
+                  seconds(answered, std::chrono::steady_clock::now()), query);
+  }
   if (parsed.ok())
     for (const std::string& w : parsed->warnings) poll.warnings.push_back(query + ": " + w);
   return parsed;
