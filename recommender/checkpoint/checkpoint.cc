@@ -2,6 +2,8 @@
 #include "recommender/checkpoint/checkpoint.h"
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -382,21 +384,36 @@ void RemoveStaleTemporaries(const std::string& path) {
 std::string PreviousCheckpointPath(const std::string& path) { return path + ".prev"; }
 
 std::string EncodeCheckpoint(const FleetStore& store, double saved_at_s) {
-  google::protobuf::Arena arena(CheckpointArenaOptions());
-  auto* cp = google::protobuf::Arena::CreateMessage<v1::FleetCheckpoint>(&arena);
-  cp->set_format_version(kCheckpointFormatVersion);
-  SaveBucketing(store.vram_bucketing(), cp->mutable_vram_bucketing());
-  SaveBucketing(store.sm_bucketing(), cp->mutable_sm_bucketing());
-  cp->set_reference_time_s(store.clock().reference_time_s());
-  cp->set_half_life_s(store.clock().half_life_s());
-  cp->set_saved_at_s(saved_at_s);
-  cp->set_source_through_s(store.source_through_s());
-  cp->mutable_workloads()->Reserve(static_cast<int>(store.size()));
-  for (uint32_t row = 0; row < store.size(); ++row) SaveWorkload(store, row, cp->add_workloads());
-
-  // Serialised in place after room for the header (no second copy of the payload).
+  // The FleetCheckpoint's bytes, written as SerializeToString would (fields in number order)
+  // but one workload at a time through one reused message: no tree of 100,000 messages to
+  // build, serialise and free.
+  v1::FleetCheckpoint head;
+  head.set_format_version(kCheckpointFormatVersion);
+  SaveBucketing(store.vram_bucketing(), head.mutable_vram_bucketing());
+  SaveBucketing(store.sm_bucketing(), head.mutable_sm_bucketing());
+  head.set_reference_time_s(store.clock().reference_time_s());
+  head.set_half_life_s(store.clock().half_life_s());
+  head.set_saved_at_s(saved_at_s);
   std::string out(kHeaderSize, '\0');
-  cp->AppendToString(&out);
+  head.AppendToString(&out);  // fields 1-6
+  v1::WorkloadCheckpoint w;
+  constexpr uint32_t kWorkloadsTag =
+      (v1::FleetCheckpoint::kWorkloadsFieldNumber << 3) |
+      google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+  for (uint32_t row = 0; row < store.size(); ++row) {  // field 7
+    w.Clear();
+    SaveWorkload(store, row, &w);
+    const size_t size = w.ByteSizeLong();
+    const size_t at = out.size();
+    out.resize(at + 1 + google::protobuf::io::CodedOutputStream::VarintSize64(size) + size);
+    auto* p = reinterpret_cast<uint8_t*>(out.data() + at);
+    p = google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(kWorkloadsTag, p);
+    p = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(size, p);
+    w.SerializeWithCachedSizesToArray(p);
+  }
+  v1::FleetCheckpoint tail;  // field 8 (a default value writes nothing, as in the whole message)
+  tail.set_source_through_s(store.source_through_s());
+  tail.AppendToString(&out);
   FillHeader(out);
   return out;
 }
@@ -446,9 +463,13 @@ Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOpti
 }
 
 Status SaveCheckpoint(const FleetStore& store, const std::string& path, double saved_at_s) {
-  const std::string bytes = EncodeCheckpoint(store, saved_at_s);
+  return SaveEncodedCheckpoint(EncodeCheckpoint(store, saved_at_s), path, store.options());
+}
+
+Status SaveEncodedCheckpoint(const std::string& bytes, const std::string& path,
+                             const FleetStoreOptions& options) {
   // What is written must read back: a file this build could not load is never written.
-  if (Result<FleetStore> check = DecodeCheckpoint(bytes, store.options()); !check.ok())
+  if (Result<FleetStore> check = DecodeCheckpoint(bytes, options); !check.ok())
     return InternalError("checkpoint not saved, it would not load back: " +
                          check.status().message());
   // Keep the current file as the fallback, but only if it is itself good (it fully decodes):
@@ -457,7 +478,7 @@ Status SaveCheckpoint(const FleetStore& store, const std::string& path, double s
   // old or new.
   if (Result<std::string> current = ReadWholeFile(path);
       current.ok() &&
-      (IsLastSavedAndIntact(path, *current) || DecodeCheckpoint(*current, store.options()).ok())) {
+      (IsLastSavedAndIntact(path, *current) || DecodeCheckpoint(*current, options).ok())) {
     const std::string prev = PreviousCheckpointPath(path);
     const std::string prev_tmp = prev + ".tmp." + std::to_string(::getpid());
     ::unlink(prev_tmp.c_str());
@@ -472,6 +493,57 @@ Status SaveCheckpoint(const FleetStore& store, const std::string& path, double s
   GPUVPA_RETURN_IF_ERROR(WriteFileAtomically(path, bytes));
   RememberSaved(path, bytes);
   return OkStatus();
+}
+
+CheckpointWriter::CheckpointWriter(std::string path, FleetStoreOptions options)
+    : path_(std::move(path)), options_(std::move(options)), thread_([this] { Loop(); }) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void CheckpointWriter::Submit(const FleetStore& store, double saved_at_s) {
+  std::string bytes = EncodeCheckpoint(store, saved_at_s);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_.emplace(std::move(bytes), saved_at_s);
+  }
+  cv_.notify_all();
+}
+
+Status CheckpointWriter::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !waiting_ && !busy_; });
+  return outcome_.last;
+}
+
+CheckpointWriter::Outcome CheckpointWriter::outcome() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return outcome_;
+}
+
+void CheckpointWriter::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || waiting_; });
+    if (!waiting_) return;  // stopping, nothing left to save
+    std::pair<std::string, double> job = std::move(*waiting_);
+    waiting_.reset();
+    busy_ = true;
+    lock.unlock();
+    const Status saved = SaveEncodedCheckpoint(job.first, path_, options_);
+    lock.lock();
+    busy_ = false;
+    ++outcome_.saves;
+    outcome_.last = saved;
+    if (saved.ok()) outcome_.saved_at_s = job.second;
+    cv_.notify_all();
+  }
 }
 
 Result<CheckpointLoad> LoadCheckpoint(const std::string& path, FleetStore& store) {

@@ -9,7 +9,12 @@
 // is refused or missing, so a corrupt file never costs more than one checkpoint interval.
 #pragma once
 
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/base/status.h"
@@ -29,6 +34,49 @@ Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOpti
 
 // Atomically replaces PATH (temp file + fsync + rename), first moving a valid PATH to PATH.prev.
 Status SaveCheckpoint(const FleetStore& store, const std::string& path, double saved_at_s);
+// The same for bytes EncodeCheckpoint wrote: they are decoded (with `options`) before they are
+// written, so that a file this build could not load is never written.
+Status SaveEncodedCheckpoint(const std::string& bytes, const std::string& path,
+                             const FleetStoreOptions& options);
+
+// Saves checkpoints on a thread of its own, so that a poll pays only for encoding the store (at
+// 100,000 workloads the check decode and the write are two thirds of a save). Saves happen in
+// order, and a save still waiting when a newer one comes is dropped for it: the file on disk
+// is never older than one already written. A crash before a save lands leaves the previous
+// checkpoint, as a crash before a synchronous save would (the ledger's charge marks cover what
+// it charged since).
+class CheckpointWriter {
+ public:
+  CheckpointWriter(std::string path, FleetStoreOptions options);
+  ~CheckpointWriter();  // finishes the save in progress and the one waiting
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Encodes `store` now and saves it in the background.
+  void Submit(const FleetStore& store, double saved_at_s);
+  // Waits until every submitted save has finished; the last one's status.
+  Status Flush();
+
+  struct Outcome {
+    uint64_t saves = 0;     // finished saves, successful or not
+    double saved_at_s = 0;  // the newest checkpoint written (its saved_at); 0: none
+    Status last;            // the last finished save's status
+  };
+  Outcome outcome() const;
+
+ private:
+  void Loop();
+
+  const std::string path_;
+  const FleetStoreOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<std::pair<std::string, double>> waiting_;  // bytes, saved_at
+  bool busy_ = false;
+  bool stop_ = false;
+  Outcome outcome_;
+  std::thread thread_;
+};
 
 struct CheckpointLoad {
   std::string loaded_from;      // PATH or PATH.prev

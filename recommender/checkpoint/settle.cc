@@ -33,7 +33,10 @@ Settled Settle(FleetStore& store, const Recommender& recommender, const SettleOp
       out.ledger = charged.status();
   }
   out.timings.ledger_s = Lap(lap);
-  if (!options.checkpoint_path.empty()) {
+  if (options.checkpoint_writer != nullptr) {
+    options.checkpoint_writer->Submit(store, options.now_s);
+    out.checkpoint_submitted = true;
+  } else if (!options.checkpoint_path.empty()) {
     out.checkpoint = SaveCheckpoint(store, options.checkpoint_path, options.now_s);
     out.checkpoint_saved = out.checkpoint.ok();
   }

@@ -23,6 +23,7 @@
 #include "core/base/status.h"
 #include "core/cost/ledger.h"
 #include "core/cost/price_book.h"
+#include "recommender/checkpoint/checkpoint.h"
 #include "recommender/logic/recommender.h"
 #include "recommender/logic/usage_charges.h"
 #include "recommender/model/fleet_store.h"
@@ -36,6 +37,8 @@ struct SettleOptions {
   std::string checkpoint_path;  // empty: no checkpoint this pass
   double now_s = 0;             // the checkpoint's save time
   bool charge = true;           // false: not this pass (the usage stays pending)
+  // Set: step 4 encodes the store and leaves the save to this writer (checkpoint_path unused).
+  CheckpointWriter* checkpoint_writer = nullptr;
 };
 
 // Where a pass's time went (wall seconds), for the daemon's log and the cycle bench.
@@ -52,6 +55,7 @@ struct Settled {
   LedgerCharge charged;  // what step 3 charged (empty unless ledger is OK)
   Status checkpoint;     // step 4: OK (or not asked for), or why the file was not written
   bool checkpoint_saved = false;
+  bool checkpoint_submitted = false;  // handed to the writer (its outcome says how it went)
   SettleTimings timings;
 };
 

@@ -180,6 +180,8 @@ Result<std::unique_ptr<RecommenderDaemon>> RecommenderDaemon::Create(DaemonConfi
     return Status(load.status().code(), "checkpoint: " + load.status().message());
   }
   d->store_.SetLedgerChargeMarks(std::move(marks).value());
+  d->checkpoint_writer_ =
+      std::make_unique<CheckpointWriter>(c.checkpoint_path, d->store_.options());
   Result<std::unique_ptr<PrometheusSource>> source = PrometheusSource::Create(c.prometheus);
   if (!source.ok()) return source.status();
   d->source_ = std::move(source).value();
@@ -273,9 +275,13 @@ Status RecommenderDaemon::PollOnce(double now_s) {
 }
 
 Settled RecommenderDaemon::SettleAndCount(double now_s, bool charge, bool checkpoint) {
-  SettleOptions options{&gpuvpa_.prices, gpuvpa_.region,
-                        ledger_.get(),   checkpoint ? config_.checkpoint_path : std::string(),
-                        now_s,           charge};
+  SettleOptions options{&gpuvpa_.prices,
+                        gpuvpa_.region,
+                        ledger_.get(),
+                        std::string(),
+                        now_s,
+                        charge,
+                        checkpoint ? checkpoint_writer_.get() : nullptr};
   Settled settled = Settle(store_, recommender_, options);
   if (!settled.ledger.ok())
     spdlog::error("ledger: {} (kept pending; retried next poll)", settled.ledger.message());
@@ -285,13 +291,22 @@ Settled RecommenderDaemon::SettleAndCount(double now_s, bool charge, bool checkp
     cost_->Add(cost_center, "allocated", amounts.allocated);
     cost_->Add(cost_center, "idle", amounts.idle);
   }
-  if (settled.checkpoint_saved) {
-    last_checkpoint_s_ = now_s;
-    checkpoint_saved_s_ = now_s;
-  } else if (!settled.checkpoint.ok()) {
-    spdlog::error("checkpoint: {}", settled.checkpoint.message());
-  }
+  if (settled.checkpoint_submitted) last_checkpoint_s_ = now_s;
+  ReportCheckpointSaves();
   return settled;
+}
+
+void RecommenderDaemon::ReportCheckpointSaves() {
+  const CheckpointWriter::Outcome o = checkpoint_writer_->outcome();
+  if (o.saves > checkpoint_saves_reported_ && !o.last.ok())
+    spdlog::error("checkpoint: {} (the previous file is kept)", o.last.message());
+  checkpoint_saves_reported_ = o.saves;
+}
+
+Status RecommenderDaemon::FlushCheckpoint() {
+  const Status s = checkpoint_writer_->Flush();
+  ReportCheckpointSaves();
+  return s;
 }
 
 Status RecommenderDaemon::ChargeAndCheckpointNow(double now_s) {
@@ -300,14 +315,15 @@ Status RecommenderDaemon::ChargeAndCheckpointNow(double now_s) {
   last_timings_.settle = settled.timings;
   last_timings_.total_s =
       settled.timings.recommend_s + settled.timings.ledger_s + settled.timings.checkpoint_s;
+  const Status saved = FlushCheckpoint();
   GPUVPA_RETURN_IF_ERROR(settled.ledger);
-  return settled.checkpoint;
+  return saved;
 }
 
 Status RecommenderDaemon::SaveCheckpointNow(double now_s) {
-  GPUVPA_RETURN_IF_ERROR(SaveCheckpoint(store_, config_.checkpoint_path, now_s));
+  checkpoint_writer_->Submit(store_, now_s);
+  GPUVPA_RETURN_IF_ERROR(FlushCheckpoint());
   last_checkpoint_s_ = now_s;
-  checkpoint_saved_s_ = now_s;
   return OkStatus();
 }
 
@@ -434,7 +450,7 @@ std::shared_ptr<const RecommendationSnapshot> RecommenderDaemon::WaitForChange(
 HttpServerResponse RecommenderDaemon::HandleHttp(const std::string& path) {
   if (path == "/metrics") {
     std::lock_guard<std::mutex> lock(metrics_mu_);
-    const double saved = checkpoint_saved_s_.load();
+    const double saved = checkpoint_writer_->outcome().saved_at_s;
     checkpoint_age_->Set(saved > 0 ? std::max(0.0, UnixNowSeconds() - saved) : 0);
     source_through_->Set(source_through_s_.load());
     HttpServerResponse page = MetricsPage(*registry_);

@@ -69,6 +69,9 @@ class RecommenderDaemon {
   // Charges every pending usage to the ledger, then saves the checkpoint (at stop; the polls
   // charge every charge_interval).
   Status ChargeAndCheckpointNow(double now_s);
+  // A poll only encodes its checkpoint; a thread of the daemon decodes it back and writes it
+  // (CheckpointWriter). This waits for that save: its status.
+  Status FlushCheckpoint();
   // Polls every poll_interval until Stop(), then saves the checkpoint.
   void Run();
   void Stop();
@@ -112,6 +115,10 @@ class RecommenderDaemon {
   GpuvpaConfig gpuvpa_;
   FleetStore store_;
   std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<CheckpointWriter> checkpoint_writer_;
+  uint64_t checkpoint_saves_reported_ = 0;  // the poll loop's thread
+  // Logs the background saves that failed since the last call (the poll loop's thread).
+  void ReportCheckpointSaves();
   std::unique_ptr<PrometheusSource> source_;
   std::unique_ptr<DcgmIngester> ingester_;
   Recommender recommender_;
@@ -131,7 +138,6 @@ class RecommenderDaemon {
   std::string last_poll_error_;  // under last_error_mu_
   std::atomic<double> last_loop_s_{0};
   std::atomic<double> last_success_s_{0};
-  std::atomic<double> checkpoint_saved_s_{0};
 
   // Metrics: the daemon's health and money (the per-workload series are written from the
   // snapshot at each scrape, recommender_daemon.cc).

@@ -8,6 +8,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/gpu/gpu_catalog.h"
+#include "proto/gpuvpa.pb.h"
 #include "recommender/input/demo_fleet.h"
 #include "recommender/input/trace_csv.h"
 #include "test/recommender/test_util.h"
@@ -63,6 +64,22 @@ class CheckpointTest : public ::testing::Test {
 };
 
 std::string* CheckpointTest::trace_ = nullptr;
+
+// The payload is written a workload at a time; it must be the bytes protobuf itself writes for
+// the whole FleetCheckpoint (field order included), so any protobuf reader takes it.
+TEST_F(CheckpointTest, PayloadIsProtobufsOwnSerialisation) {
+  FleetStore store;
+  Replay(store, *trace_);
+  store.set_source_through_s(1.7e9);
+  const std::string bytes = EncodeCheckpoint(store, 123);
+  const std::string payload = bytes.substr(24);  // after the 24-byte header
+  v1::FleetCheckpoint parsed;
+  ASSERT_TRUE(parsed.ParseFromString(payload));
+  EXPECT_EQ(parsed.workloads_size(), static_cast<int>(store.size()));
+  EXPECT_EQ(parsed.source_through_s(), 1.7e9);
+  EXPECT_EQ(parsed.SerializeAsString(), payload);
+  EXPECT_EQ(FrameCheckpointPayload(payload), bytes);
+}
 
 TEST_F(CheckpointTest, RoundTripIsBitExact) {
   FleetStore store;
@@ -219,6 +236,36 @@ TEST_F(CheckpointTest, TheLastSavedFileIsNotRotatedOnceDamaged) {
   const std::string third = *ReadWholeFile(path);
   ASSERT_TRUE(SaveCheckpoint(store, path, 4).ok());
   EXPECT_EQ(*ReadWholeFile(PreviousCheckpointPath(path)), third);
+}
+
+// The background writer: saves land in order, the newest state wins, Flush reports the last
+// save, a failed save keeps the previous file, and destruction finishes what was submitted.
+TEST_F(CheckpointTest, TheWriterSavesInOrderAndReportsFailures) {
+  const std::string path = dir_.Path("ckpt");
+  FleetStore store;
+  Replay(store, trace_->substr(0, trace_->find('\n', 100000) + 1));
+  {
+    CheckpointWriter writer(path, store.options());
+    EXPECT_EQ(writer.outcome().saves, 0u);
+    for (int i = 1; i <= 5; ++i) writer.Submit(store, i);
+    ASSERT_TRUE(writer.Flush().ok());
+    const CheckpointWriter::Outcome o = writer.outcome();
+    EXPECT_GE(o.saves, 1u);
+    EXPECT_LE(o.saves, 5u);  // a save still waiting is replaced by a newer one
+    EXPECT_EQ(o.saved_at_s, 5);
+    writer.Submit(store, 6);
+  }  // the destructor finishes the save of time 6
+  FleetStore loaded;
+  ASSERT_TRUE(LoadCheckpoint(path, loaded).ok());
+  EXPECT_EQ(EncodeCheckpoint(loaded, 6), *ReadWholeFile(path));
+
+  CheckpointWriter broken(dir_.Path("no-such-dir/ckpt"), store.options());
+  broken.Submit(store, 7);
+  const Status failed = broken.Flush();
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("no-such-dir"), std::string::npos) << failed.message();
+  EXPECT_EQ(broken.outcome().saved_at_s, 0);
+  EXPECT_EQ(broken.outcome().saves, 1u);
 }
 
 TEST_F(CheckpointTest, MissingCheckpointIsNotFound) {
