@@ -281,9 +281,12 @@ Status SqliteLedger::Init() {
           ": read-only, it is not migrated (gpuvpa ledger migrate, or any writer, migrates it)");
     return OkStatus();
   }
-  // WAL + FULL: a committed transaction survives a crash or power loss.
-  for (const char* pragma :
-       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"})
+  // WAL + FULL: a committed transaction survives a crash or power loss. temp_store=MEMORY keeps
+  // the statement journals (the undo of one INSERT ... ON CONFLICT with its daily-totals
+  // trigger, inside the batch's transaction) in memory: on disk they were 14 small pwrites per
+  // row, most of an append's time (100,000 usage rows: 7 s). Committed data is the WAL's.
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+                             "PRAGMA foreign_keys=ON", "PRAGMA temp_store=MEMORY"})
     GPUVPA_RETURN_IF_ERROR(Exec(pragma));
   return Migrate();
 }
