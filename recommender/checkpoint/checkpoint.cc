@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 
 #include "core/base/atomic_file.h"
 #include "core/base/crc32c.h"
@@ -334,34 +333,15 @@ Result<std::string_view> Unframe(std::string_view bytes) {
   return payload;
 }
 
-// The checkpoint this process last wrote, and decoded before writing: a file at that path with
-// the same length and checksum, whose payload still matches its checksum, is that file (a
-// CRC-32C catches the damage a disk or a stray write does), so it is not decoded again to keep
-// it as PATH.prev (at 100,000 workloads a decode is about a second).
-struct SavedCheckpoint {
-  std::string path;
-  size_t size = 0;
-  uint32_t crc = 0;
-};
-std::mutex saved_mu;
-SavedCheckpoint& LastSaved() {
-  static SavedCheckpoint* saved = new SavedCheckpoint();  // never destroyed: no exit-order race
-  return *saved;
-}
-
-void RememberSaved(const std::string& path, std::string_view bytes) {
-  std::lock_guard<std::mutex> lock(saved_mu);
-  LastSaved() = {path, bytes.size(), GetLe<uint32_t>(bytes.data() + sizeof kMagic + 12)};
-}
-
-bool IsLastSavedAndIntact(const std::string& path, std::string_view bytes) {
-  {
-    std::lock_guard<std::mutex> lock(saved_mu);
-    const SavedCheckpoint& last = LastSaved();
-    if (last.path != path || last.size != bytes.size() || bytes.size() < kHeaderSize ||
-        GetLe<uint32_t>(bytes.data() + sizeof kMagic + 12) != last.crc)
-      return false;
-  }
+// `last` is the file a writer saved last, decoded before writing: a file at its path with the
+// same length and checksum, whose payload still matches its checksum, is that file (a CRC-32C
+// catches the damage a disk or a stray write does), so it need not be decoded again to be kept
+// as PATH.prev (at 100,000 workloads a decode is about a second).
+bool IsLastSavedAndIntact(const SavedCheckpointFile& last, const std::string& path,
+                          std::string_view bytes) {
+  if (last.path != path || last.size != bytes.size() || bytes.size() < kHeaderSize ||
+      GetLe<uint32_t>(bytes.data() + sizeof kMagic + 12) != last.crc)
+    return false;
   return Unframe(bytes).ok();
 }
 
@@ -467,7 +447,7 @@ Status SaveCheckpoint(const FleetStore& store, const std::string& path, double s
 }
 
 Status SaveEncodedCheckpoint(const std::string& bytes, const std::string& path,
-                             const FleetStoreOptions& options) {
+                             const FleetStoreOptions& options, SavedCheckpointFile* last) {
   // What is written must read back: a file this build could not load is never written.
   if (Result<FleetStore> check = DecodeCheckpoint(bytes, options); !check.ok())
     return InternalError("checkpoint not saved, it would not load back: " +
@@ -477,8 +457,8 @@ Status SaveEncodedCheckpoint(const std::string& bytes, const std::string& path,
   // onto PATH.prev) keeps PATH in place, so at every instant PATH holds a complete checkpoint,
   // old or new.
   if (Result<std::string> current = ReadWholeFile(path);
-      current.ok() &&
-      (IsLastSavedAndIntact(path, *current) || DecodeCheckpoint(*current, options).ok())) {
+      current.ok() && ((last != nullptr && IsLastSavedAndIntact(*last, path, *current)) ||
+                       DecodeCheckpoint(*current, options).ok())) {
     const std::string prev = PreviousCheckpointPath(path);
     const std::string prev_tmp = prev + ".tmp." + std::to_string(::getpid());
     ::unlink(prev_tmp.c_str());
@@ -491,7 +471,8 @@ Status SaveEncodedCheckpoint(const std::string& bytes, const std::string& path,
     }
   }
   GPUVPA_RETURN_IF_ERROR(WriteFileAtomically(path, bytes));
-  RememberSaved(path, bytes);
+  if (last != nullptr)
+    *last = {path, bytes.size(), GetLe<uint32_t>(bytes.data() + sizeof kMagic + 12)};
   return OkStatus();
 }
 
@@ -536,7 +517,7 @@ void CheckpointWriter::Loop() {
     waiting_.reset();
     busy_ = true;
     lock.unlock();
-    const Status saved = SaveEncodedCheckpoint(job.first, path_, options_);
+    const Status saved = SaveEncodedCheckpoint(job.first, path_, options_, &last_saved_);
     lock.lock();
     busy_ = false;
     ++outcome_.saves;

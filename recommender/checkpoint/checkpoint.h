@@ -34,10 +34,18 @@ Result<FleetStore> DecodeCheckpoint(std::string_view bytes, const FleetStoreOpti
 
 // Atomically replaces PATH (temp file + fsync + rename), first moving a valid PATH to PATH.prev.
 Status SaveCheckpoint(const FleetStore& store, const std::string& path, double saved_at_s);
+// The file a save wrote: its path, length and checksum.
+struct SavedCheckpointFile {
+  std::string path;
+  size_t size = 0;
+  uint32_t crc = 0;
+};
 // The same for bytes EncodeCheckpoint wrote: they are decoded (with `options`) before they are
-// written, so that a file this build could not load is never written.
+// written, so that a file this build could not load is never written. With `last` (the file
+// this caller saved before, updated here), the current PATH is kept as PATH.prev without being
+// decoded again while it is that file, byte for byte by its checksum.
 Status SaveEncodedCheckpoint(const std::string& bytes, const std::string& path,
-                             const FleetStoreOptions& options);
+                             const FleetStoreOptions& options, SavedCheckpointFile* last = nullptr);
 
 // Saves checkpoints on a thread of its own, so that a poll pays only for encoding the store (at
 // 100,000 workloads the check decode and the write are two thirds of a save). Saves happen in
@@ -75,6 +83,7 @@ class CheckpointWriter {
   bool busy_ = false;
   bool stop_ = false;
   Outcome outcome_;
+  SavedCheckpointFile last_saved_;  // the writer thread's
   std::thread thread_;
 };
 

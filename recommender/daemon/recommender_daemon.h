@@ -104,6 +104,8 @@ class RecommenderDaemon {
   RecommenderDaemon(DaemonConfig config, GpuvpaConfig gpuvpa);
   // Settle (charging and checkpointing as asked), logging failures and counting the money.
   Settled SettleAndCount(double now_s, bool charge, bool checkpoint);
+  // Logs the background saves that failed since the last call (the poll loop's thread).
+  void ReportCheckpointSaves();
   void Publish(const std::vector<Recommendation>& recommendations);
   // Fills snap.charts_by_key from the store (the poll loop's thread only).
   void AddCharts(RecommendationSnapshot& snap) const;
@@ -117,8 +119,6 @@ class RecommenderDaemon {
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<CheckpointWriter> checkpoint_writer_;
   uint64_t checkpoint_saves_reported_ = 0;  // the poll loop's thread
-  // Logs the background saves that failed since the last call (the poll loop's thread).
-  void ReportCheckpointSaves();
   std::unique_ptr<PrometheusSource> source_;
   std::unique_ptr<DcgmIngester> ingester_;
   Recommender recommender_;
