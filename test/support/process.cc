@@ -31,6 +31,14 @@ int WaitForExit(pid_t& pid, std::chrono::milliseconds limit) {
   return -1;
 }
 
+bool HasExited(pid_t& pid) {
+  if (pid <= 0) return true;
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) != pid) return false;
+  pid = -1;
+  return true;
+}
+
 std::string ReadTextFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;

@@ -20,6 +20,8 @@ std::string RunShell(const std::string& command, int* rc);
 // Waits for `pid` to exit and reaps it: its exit status (128 + signal when killed by one), or
 // -1 after `limit` (it is then killed). Sets `pid` to -1 either way.
 int WaitForExit(pid_t& pid, std::chrono::milliseconds limit);
+// Whether `pid` has exited (it is then reaped and `pid` set to -1); false while it runs.
+bool HasExited(pid_t& pid);
 // A whole text file ("" when it cannot be read): logs of child processes.
 std::string ReadTextFile(const std::string& path);
 

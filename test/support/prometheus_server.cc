@@ -44,25 +44,40 @@ bool PrometheusServer::Start(std::string* error) {
   std::ofstream(dir_ + "/prometheus.yml")
       << "global:\n  scrape_interval: 1h\nscrape_configs:"
       << (scrape_configs_.empty() ? " []\n" : "\n" + scrape_configs_);
-  std::vector<std::string> args = {"prometheus",
-                                   "--config.file=" + dir_ + "/prometheus.yml",
-                                   "--storage.tsdb.path=" + dir_ + "/tsdb",
-                                   "--web.listen-address=127.0.0.1:" + std::to_string(port_),
-                                   "--storage.tsdb.retention.time=10y",
-                                   "--log.level=error"};
   const std::string log = dir_ + "/prometheus.log";
-  pid_ = SpawnProcess(args, log);
-  if (pid_ < 0) {
-    *error = "cannot start prometheus (is it installed?)";
+  // The port was free when it was picked, but a parallel test may take it before prometheus
+  // binds it: then prometheus exits at once, and it gets another port.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::vector<std::string> args = {"prometheus",
+                                     "--config.file=" + dir_ + "/prometheus.yml",
+                                     "--storage.tsdb.path=" + dir_ + "/tsdb",
+                                     "--web.listen-address=127.0.0.1:" + std::to_string(port_),
+                                     "--storage.tsdb.retention.time=10y",
+                                     "--log.level=error"};
+    pid_ = SpawnProcess(args, log);
+    if (pid_ < 0) {
+      *error = "cannot start prometheus (is it installed?)";
+      return false;
+    }
+    // A loaded CI machine can take many seconds to open a backfilled TSDB: wait on a deadline,
+    // and stop early only when the process is gone.
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < end && !HasExited(pid_)) {
+      Result<HttpResponse> ready = HttpGet(url() + "/-/ready", std::chrono::milliseconds(1000));
+      if (ready.ok() && ready->status == 200) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const std::string output = ReadTextFile(log);
+    if (pid_ < 0 && output.find("address already in use") != std::string::npos) {
+      port_ = FreeLocalPort();
+      continue;
+    }
+    *error = std::string(pid_ < 0 ? "prometheus exited" : "prometheus did not become ready") +
+             " on port " + std::to_string(port_) + "; its log:\n" + output.substr(0, 4000);
+    Kill();
     return false;
   }
-  for (int i = 0; i < 300; ++i) {
-    Result<HttpResponse> ready = HttpGet(url() + "/-/ready", std::chrono::milliseconds(500));
-    if (ready.ok() && ready->status == 200) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  *error = "prometheus did not become ready (see " + log + ")";
-  Kill();
+  *error = "prometheus found no free port in 5 attempts";
   return false;
 }
 
