@@ -104,13 +104,20 @@ size_t DecodeUtf8(std::string_view s, size_t i, uint32_t& code_point) {
   return length;
 }
 
+// The bytes a JSON string holds as they are: printable ASCII but ", \\, < and >.
+constexpr std::array<bool, 256> kCopiedAsIs = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0x20; c < 0x7F; ++c) table[c] = c != '"' && c != '\\' && c != '<' && c != '>';
+  return table;
+}();
+
 // Appends `s` as a JSON string; false when it is not UTF-8 (protobuf's printer then decides).
 bool AppendString(std::string_view s, std::string& out) {
   out += '"';
   size_t plain = 0;  // start of the bytes not yet copied
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<uint8_t>(s[i]);
-    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\' && c != '<' && c != '>') {
+    if (kCopiedAsIs[c]) {
       ++i;
       continue;
     }
@@ -199,59 +206,55 @@ template <typename Integer>
 void AppendInteger(Integer value, bool quoted, std::string& out);
 
 // A double as protobuf's SimpleDtoa writes it, printf %.15g when that reads back exactly, else
-// %.17g, without printing it twice: %.15g reads back exactly when the shortest form that does
-// (std::to_chars, Ryu) has at most 15 digits, and is then those digits. So the shortest form
-// decides, and is laid out as %g lays out its digits (fixed from 1e-4 up to below 1e15,
-// trailing zeros cut). That holds where a double has its 53 bits, not for subnormals.
+// %.17g, without printing it twice where that can be avoided:
+// - %.15g reads back exactly when the shortest form that does (std::to_chars, Ryu) has at most
+//   15 digits, and is then those digits;
+// - a shortest form of 17 digits is %.17g's digits: Ryu rounds the exact value at the length it
+//   stops at, half to even as printf does, and the correctly rounded 17 digits always read back
+//   (their error, at most 5e-17 of the value, is below half a unit in the last place, above
+//   5.5e-17 of it), so no shorter length stopped it;
+// - only a shortest form of 16 digits needs %.17g's own digits, printed again.
+// The shortest form is laid out as %g lays out its digits: fixed from 1e-4 up to below 1e15
+// (std::to_chars' fixed form then, as there are no trailing zeros to cut), else e(+|-)XX, where
+// the 17-digit shortcut is not taken. That holds where a double has its 53 bits, not for
+// subnormals.
 void AppendDouble(double value, std::string& out) {
   // Subnormals have fewer digits than 15 to round to: printf's two tries there.
   if (!std::isnormal(value) && value != 0) return AppendFloating(value, 15, 17, out);
-  if (value == std::trunc(value) && std::fabs(value) < 1e15) {
+  const double magnitude = std::fabs(value);
+  if (value == std::trunc(value) && magnitude < 1e15) {
     if (value == 0) {
       out += std::signbit(value) ? "-0" : "0";
       return;
     }
     return AppendInteger(static_cast<int64_t>(value), false, out);
   }
-  char sci[40];  // [-]d[.ddd]e(+|-)XX[X]
-  const char* const end =
-      std::to_chars(sci, sci + sizeof sci, value, std::chars_format::scientific).ptr;
-  const char* const begin = sci;
-  const char* e = std::find(begin, end, 'e');
-  const char* lead = sci + (sci[0] == '-' ? 1 : 0);
-  char digits[20];
-  size_t n = 0;
-  for (const char* p = lead; p < e; ++p)
-    if (*p != '.') digits[n++] = *p;
-  if (n > 15) {
+  const auto append_17_digits = [&] {
     char buffer[40];
     const auto written =
         std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::general, 17);
     out.append(buffer, written.ptr);
+  };
+  char text[40];
+  if (magnitude >= 1e-4 && magnitude < 1e15) {
+    // [-]ddd.ddd or [-]0.000ddd: every digit after the leading zeros is significant.
+    const char* const end =
+        std::to_chars(text, text + sizeof text, value, std::chars_format::fixed).ptr;
+    const char* p = text + (text[0] == '-' ? 1 : 0);
+    while (p < end && (*p == '0' || *p == '.')) ++p;
+    const auto digits = (end - p) - (std::find(p, end, '.') != end ? 1 : 0);
+    if (digits == 16) return append_17_digits();
+    out.append(text, static_cast<size_t>(end - text));
     return;
   }
-  int exponent = 0;
-  std::from_chars(e + (e[1] == '+' ? 2 : 1), end, exponent);
-  if (exponent < -4 || exponent >= 15) {
-    out.append(begin, end);  // printf's exponent form: the same digits and e(+|-)XX
-    return;
-  }
-  if (lead != sci) out += '-';
-  if (exponent < 0) {
-    out += "0.";
-    out.append(static_cast<size_t>(-exponent - 1), '0');
-    out.append(digits, n);
-    return;
-  }
-  const auto whole = static_cast<size_t>(exponent) + 1;
-  if (n <= whole) {
-    out.append(digits, n);
-    out.append(whole - n, '0');
-    return;
-  }
-  out.append(digits, whole);
-  out += '.';
-  out.append(digits + whole, n - whole);
+  // [-]d[.ddd]e(+|-)XX[X]: printf's exponent form, the same digits and exponent. Longer forms
+  // take %.17g, whose layout there may be fixed (up to 1e17).
+  const char* const end =
+      std::to_chars(text, text + sizeof text, value, std::chars_format::scientific).ptr;
+  const char* const lead = text + (text[0] == '-' ? 1 : 0);
+  const auto digits = (std::find(lead, end, 'e') - lead) - (lead[1] == '.' ? 1 : 0);
+  if (digits > 15) return append_17_digits();
+  out.append(text, static_cast<size_t>(end - text));
 }
 
 template <typename Integer>
