@@ -1,9 +1,10 @@
-// Bucket arithmetic. FindBucket computes a guess in closed form and then corrects it against
-// the stored bucket starts, so a value always lands in the bucket whose [start, end) holds it
-// whatever the floating-point rounding of the closed form.
+// Bucket arithmetic. FindBucket guesses (in closed form, or for exponential layouts from a table
+// indexed by the bits of a double) and then corrects the guess against the stored bucket starts,
+// so a value always lands in the bucket whose [start, end) holds it whatever the guess.
 #include "recommender/model/bucketing.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace gpuvpa::recommender {
@@ -28,6 +29,7 @@ Bucketing::Bucketing(Kind kind, double max_value, double first_bucket_size, doub
     for (int i = 0; i < n; ++i)
       starts_[i] = first_bucket_size_ * (std::pow(ratio_, i) - 1) / (ratio_ - 1);
     starts_[n] = starts_[n - 1] + first_bucket_size_ * std::pow(ratio_, n - 1);
+    BuildGuessTable();
   } else {
     // The small tolerance keeps 1.0 / 0.01 (= 100.00000000000001) at 100 buckets.
     const int n = static_cast<int>(std::ceil(max_value_ / first_bucket_size_ - 1e-9));
@@ -37,9 +39,49 @@ Bucketing::Bucketing(Kind kind, double max_value, double first_bucket_size, doub
   }
 }
 
+namespace {
+// The slot of x >= 1 among `bits` mantissa bits per binary exponent: (exponent << bits) | the
+// top mantissa bits, read off the double's representation (its biased exponent and mantissa
+// are contiguous, so one shift gives both).
+size_t GuessSlot(double x, int bits) {
+  return static_cast<size_t>((std::bit_cast<uint64_t>(x) >> (52 - bits)) -
+                             (uint64_t{1023} << bits));
+}
+}  // namespace
+
+void Bucketing::BuildGuessTable() {
+  scale_ = (ratio_ - 1) / first_bucket_size_;
+  // A slot spans at most log2(1 + 2^-bits) < 1.45 * 2^-bits in log2(x), a bucket log2(ratio):
+  // two bits more than that needs leaves about one slot in six holding a bucket boundary.
+  const double bucket_log2 = std::log2(ratio_);
+  if (!(bucket_log2 > 0) || num_buckets() > UINT16_MAX) return;
+  const int bits = static_cast<int>(std::ceil(std::log2(1.45 / bucket_log2))) + 2;
+  const double x_max = starts_.back() * scale_ + 1;
+  if (bits < 1 || bits > 14 || !(x_max < 0x1p60)) return;
+  guess_bits_ = bits;
+  guess_.resize(GuessSlot(x_max, bits) + 1);
+  const double slot_width = std::ldexp(1.0, -bits);
+  for (size_t slot = 0; slot < guess_.size(); ++slot) {
+    // The slot's lowest x, and the bucket of the value it stands for: a guess at most a bucket
+    // or two low for the rest of the slot, which FindBucket's walk against starts_ corrects.
+    const int exponent = static_cast<int>(slot >> bits);
+    const double x = std::ldexp(
+        1.0 + static_cast<double>(slot & ((size_t{1} << bits) - 1)) * slot_width, exponent);
+    const double value = (x - 1) / scale_;
+    int b = std::clamp(
+        static_cast<int>(std::log(value * (ratio_ - 1) / first_bucket_size_ + 1) * inv_log_ratio_),
+        0, num_buckets() - 1);
+    while (b > 0 && value < starts_[b]) --b;
+    while (b + 1 < num_buckets() && value >= starts_[b + 1]) ++b;
+    guess_[slot] = static_cast<uint16_t>(b);
+  }
+}
+
 int Bucketing::GuessBucket(double value) const {
   if (kind_ == Kind::kLinear) return static_cast<int>(value / first_bucket_size_);
   if (value < first_bucket_size_) return 0;
+  if (!guess_.empty())
+    return guess_[std::min(GuessSlot(value * scale_ + 1, guess_bits_), guess_.size() - 1)];
   return static_cast<int>(std::log(value * (ratio_ - 1) / first_bucket_size_ + 1) * inv_log_ratio_);
 }
 

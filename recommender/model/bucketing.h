@@ -2,6 +2,7 @@
 // and linear (SM duty cycle 0..1).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace gpuvpa::recommender {
@@ -30,6 +31,7 @@ class Bucketing {
  private:
   Bucketing(Kind kind, double max_value, double first_bucket_size, double ratio);
   int GuessBucket(double value) const;
+  void BuildGuessTable();
 
   Kind kind_;
   double max_value_;
@@ -37,6 +39,13 @@ class Bucketing {
   double ratio_;
   double inv_log_ratio_ = 0;    // cached for FindBucket on the hot path
   std::vector<double> starts_;  // num_buckets + 1 entries; the last is the end of the last bucket
+  // Exponential layouts: the bucket of x = value * scale_ + 1 (so bucket n holds x in
+  // [ratio^n, ratio^(n+1))), looked up by x's binary exponent and its top `guess_bits_`
+  // mantissa bits instead of computing a logarithm; empty when the slots would be wider than a
+  // bucket (a ratio very close to 1), and the logarithm then guesses.
+  double scale_ = 0;
+  int guess_bits_ = 0;
+  std::vector<uint16_t> guess_;
 };
 
 }  // namespace gpuvpa::recommender
