@@ -58,23 +58,19 @@ void Bucketing::BuildGuessTable() {
   const int bits = static_cast<int>(std::ceil(std::log2(1.45 / bucket_log2))) + 2;
   const double x_max = starts_.back() * scale_ + 1;
   if (bits < 1 || bits > 14 || !(x_max < 0x1p60)) return;
-  guess_bits_ = bits;
-  guess_.resize(GuessSlot(x_max, bits) + 1);
+  // Filled through FindBucket itself, which guesses by the logarithm while guess_ is empty.
+  std::vector<uint16_t> table(GuessSlot(x_max, bits) + 1);
   const double slot_width = std::ldexp(1.0, -bits);
-  for (size_t slot = 0; slot < guess_.size(); ++slot) {
+  for (size_t slot = 0; slot < table.size(); ++slot) {
     // The slot's lowest x, and the bucket of the value it stands for: a guess at most a bucket
     // or two low for the rest of the slot, which FindBucket's walk against starts_ corrects.
     const int exponent = static_cast<int>(slot >> bits);
     const double x = std::ldexp(
         1.0 + static_cast<double>(slot & ((size_t{1} << bits) - 1)) * slot_width, exponent);
-    const double value = (x - 1) / scale_;
-    int b = std::clamp(
-        static_cast<int>(std::log(value * (ratio_ - 1) / first_bucket_size_ + 1) * inv_log_ratio_),
-        0, num_buckets() - 1);
-    while (b > 0 && value < starts_[b]) --b;
-    while (b + 1 < num_buckets() && value >= starts_[b + 1]) ++b;
-    guess_[slot] = static_cast<uint16_t>(b);
+    table[slot] = static_cast<uint16_t>(FindBucket((x - 1) / scale_));
   }
+  guess_bits_ = bits;
+  guess_ = std::move(table);
 }
 
 int Bucketing::GuessBucket(double value) const {
